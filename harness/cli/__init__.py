@@ -1,0 +1,71 @@
+"""The `jepka` command line: one dispatcher, one module per subcommand.
+
+Each module listed in ``COMMAND_MODULES`` exposes ``register(subparsers)``, which
+adds its parser and sets ``run`` (a callable taking the parsed namespace and
+returning an exit code). The dispatcher owns what every subcommand shares:
+Jepsen's exit codes, and turning errors into one line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from enum import IntEnum
+from typing import NoReturn
+
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
+class ExitCode(IntEnum):
+    """Jepsen's exit codes."""
+
+    VALID = 0
+    INVALID = 1
+    UNKNOWN = 2
+    BAD_INPUT = 254
+    CRASHED = 255
+
+
+class UsageError(Exception):
+    """Bad arguments or input: reported in one line, exit 254."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on bad arguments; Jepsen's code for that is 254."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(ExitCode.BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="jepka", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    subparsers.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs one subcommand and returns its exit code; never lets a traceback out
+    unless ``JEPKA_DEBUG`` is set."""
+    logging.basicConfig(level=os.environ.get("JEPKA_LOG_LEVEL", "WARNING"))
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except UsageError as e:
+        print(f"jepka {args.command}: {e}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"jepka {args.command}: interrupted", file=sys.stderr)
+        return ExitCode.UNKNOWN
+    except Exception as e:  # the last resort: one line, Jepsen's "crashed" code
+        if os.environ.get("JEPKA_DEBUG"):
+            raise
+        print(f"jepka {args.command}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return ExitCode.CRASHED

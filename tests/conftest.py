@@ -1,0 +1,1 @@
+"""Shared pytest setup: package-specific fixtures live in tests/<package>/conftest.py."""
