@@ -1,0 +1,62 @@
+"""Pure, deterministic op generators (Jepsen's design); see ``core`` for the protocol."""
+
+from __future__ import annotations
+
+from harness.generator.combinators import (
+    any_,
+    each_thread,
+    filter_ops,
+    flip_flop,
+    limit,
+    map_ops,
+    mix,
+    on_clients,
+    on_nemesis,
+    on_threads,
+    once,
+    phases,
+    repeat,
+    synchronize,
+    until_ok,
+    with_nemesis,
+)
+from harness.generator.context import NEMESIS, Context
+from harness.generator.core import PENDING, Generator, GenLike, OpDict, OpResult, lift
+from harness.generator.rand import Rand
+from harness.generator.simulate import simulate
+from harness.generator.timing import delay, log, seconds, sleep, stagger, time_limit
+
+__all__ = [
+    "NEMESIS",
+    "PENDING",
+    "Context",
+    "GenLike",
+    "Generator",
+    "OpDict",
+    "OpResult",
+    "Rand",
+    "any_",
+    "delay",
+    "each_thread",
+    "filter_ops",
+    "flip_flop",
+    "lift",
+    "limit",
+    "log",
+    "map_ops",
+    "mix",
+    "on_clients",
+    "on_nemesis",
+    "on_threads",
+    "once",
+    "phases",
+    "repeat",
+    "seconds",
+    "simulate",
+    "sleep",
+    "stagger",
+    "synchronize",
+    "time_limit",
+    "until_ok",
+    "with_nemesis",
+]

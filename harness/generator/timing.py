@@ -1,0 +1,124 @@
+"""Combinators about *when*: stagger, delay, time limits, sleep and log.
+
+Times are nanoseconds since the test started. An op's ``time`` is the
+earliest moment the interpreter may invoke it; the interpreter waits until
+then (while still handling completions).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.generator.context import Context
+from harness.generator.core import PENDING, Generator, GenLike, OneOp, OpDict, OpResult, lift
+from harness.generator.rand import Rand
+
+NS_PER_S = 1_000_000_000
+
+
+def seconds(dt: float) -> int:
+    """Seconds as integer nanoseconds."""
+    return int(dt * NS_PER_S)
+
+
+class Stagger(Generator):
+    """Spaces ops a random 0..2·dt apart, so ``dt`` is the mean interval for
+    the whole generator: a *total* rate of 1/dt across all threads."""
+
+    __slots__ = ("dt2", "gen", "next_time", "rand")
+
+    def __init__(self, dt2: int, gen: Generator | None, next_time: int | None, rand: Rand) -> None:
+        self.dt2, self.gen, self.next_time, self.rand = dt2, gen, next_time, rand
+
+    def op(self, test: Any, ctx: Context) -> OpResult:
+        if self.gen is None:
+            return None
+        r = self.gen.op(test, ctx)
+        if r is None or r is PENDING:
+            return r
+        o, nxt = r  # type: ignore[misc]
+        start = ctx.time if self.next_time is None else self.next_time
+        at = max(o["time"], start)
+        gap, rand = self.rand.below(self.dt2) if self.dt2 > 0 else (0, self.rand)
+        return {**o, "time": at}, Stagger(self.dt2, nxt, start + gap, rand)
+
+    def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
+        if self.gen is None:
+            return self
+        return Stagger(self.dt2, self.gen.update(test, ctx, event), self.next_time, self.rand)
+
+
+def stagger(dt: float, gen: GenLike, rand: Rand) -> Generator:
+    """Ops at random intervals averaging ``dt`` seconds (total, not per thread)."""
+    return Stagger(2 * seconds(dt), lift(gen), None, rand)
+
+
+class Delay(Generator):
+    """Ops at least ``dt`` apart, starting now."""
+
+    __slots__ = ("dt", "gen", "next_time")
+
+    def __init__(self, dt: int, gen: Generator | None, next_time: int | None) -> None:
+        self.dt, self.gen, self.next_time = dt, gen, next_time
+
+    def op(self, test: Any, ctx: Context) -> OpResult:
+        if self.gen is None:
+            return None
+        r = self.gen.op(test, ctx)
+        if r is None or r is PENDING:
+            return r
+        o, nxt = r  # type: ignore[misc]
+        at = max(o["time"], ctx.time if self.next_time is None else self.next_time)
+        return {**o, "time": at}, Delay(self.dt, nxt, at + self.dt)
+
+    def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
+        if self.gen is None:
+            return self
+        return Delay(self.dt, self.gen.update(test, ctx, event), self.next_time)
+
+
+def delay(dt: float, gen: GenLike) -> Generator:
+    return Delay(seconds(dt), lift(gen), None)
+
+
+class TimeLimit(Generator):
+    """Ops from the child until ``dt`` after the time of its first op."""
+
+    __slots__ = ("cutoff", "dt", "gen")
+
+    def __init__(self, dt: int, gen: Generator | None, cutoff: int | None) -> None:
+        self.dt, self.gen, self.cutoff = dt, gen, cutoff
+
+    def op(self, test: Any, ctx: Context) -> OpResult:
+        if self.gen is None:
+            return None
+        if self.cutoff is not None and ctx.time >= self.cutoff:
+            return None
+        r = self.gen.op(test, ctx)
+        if r is None or r is PENDING:
+            return r
+        o, nxt = r  # type: ignore[misc]
+        cutoff = o["time"] + self.dt if self.cutoff is None else self.cutoff
+        if o["time"] >= cutoff:
+            return None
+        return o, TimeLimit(self.dt, nxt, cutoff)
+
+    def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
+        if self.gen is None:
+            return self
+        return TimeLimit(self.dt, self.gen.update(test, ctx, event), self.cutoff)
+
+
+def time_limit(dt: float, gen: GenLike) -> Generator:
+    return TimeLimit(seconds(dt), lift(gen), None)
+
+
+def sleep(dt: float) -> Generator:
+    """One thread sleeps ``dt`` seconds (a pseudo-op the history never shows);
+    inside ``phases`` this pauses the whole test."""
+    return OneOp({"type": "sleep", "value": seconds(dt)})
+
+
+def log(message: str) -> Generator:
+    """Logs a message when reached (a pseudo-op the history never shows)."""
+    return OneOp({"type": "log", "value": message})
