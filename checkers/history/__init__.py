@@ -1,5 +1,12 @@
-"""Histories: the op model and the file formats it is stored in."""
+"""Histories: the op model, the flat table, and reading/writing/converting the
+three formats (jepka JSONL, jepka Parquet, Jepsen EDN)."""
 
-from checkers.history.op import COMPLETIONS, OP_TYPES, Op
+from __future__ import annotations
 
-__all__ = ["COMPLETIONS", "OP_TYPES", "Op"]
+from checkers.history.errors import HistoryError
+from checkers.history.flatten import flatten
+from checkers.history.formats import FORMATS, detect_format, read_flat
+from checkers.history.op import Op
+from checkers.history.schema import FLAT_SCHEMA
+
+__all__ = ["FLAT_SCHEMA", "FORMATS", "HistoryError", "Op", "detect_format", "flatten", "read_flat"]

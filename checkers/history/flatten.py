@@ -1,0 +1,288 @@
+"""Flattening ops into the columnar history table (one row per micro-op element).
+
+Rows per op:
+
+* a ``send`` micro-op gives one row: ``key``, ``value``, and ``offset`` (null in
+  an invocation or when unknown); ``pos`` is 0, or null for the invocation form
+  ``["send", k, v]`` (which a failed completion may also carry);
+* a ``poll`` micro-op gives one row per record read (``pos`` = position in that
+  key's list), one row with null ``key`` and ``pos`` 0 for an empty result
+  ``["poll", {}]``, one row with null ``key`` and null ``pos`` for the bare
+  ``["poll"]`` of an invocation, and one row with null ``value`` and ``pos`` for a
+  key whose list is empty;
+* an op without micro-ops (assign, subscribe, crash, nemesis ops, null value)
+  gives one row with null ``mop_index``.
+
+Op-level columns (``keys``, ``rebalance_keys``, ``error``, ``payload``, ``extra``)
+are set on row 0 only. Every value is checked while it is flattened, so a
+reader visits each element once; :func:`checkers.history.pairing.attach_pairs`
+then pairs invocations with completions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from checkers.history.errors import HistoryError
+from checkers.history.fields import INT_TEXT, check_core, describe
+from checkers.history.op import Op
+from checkers.history.pairing import attach_pairs
+from checkers.history.schema import LINE
+
+QUEUE_FS = frozenset({"send", "poll", "txn"})
+KEY_LIST_FS = frozenset({"assign", "subscribe"})
+MOP_NAMES = pa.array(["send", "poll"])
+SEND, POLL = 0, 1
+
+
+def _key(k: Any) -> int:
+    """Poll-map keys are integers, written as JSON strings of integers."""
+    if type(k) is int:
+        return k
+    if type(k) is str and INT_TEXT.fullmatch(k):
+        return int(k)
+    raise ValueError(f"poll key must be an integer, got {describe(k)}")
+
+
+def _int_list(x: Any, what: str) -> list[int]:
+    if type(x) is not list or any(type(k) is not int for k in x):
+        raise ValueError(f"{what} must be a list of integer keys, got {describe(x)}")
+    return x
+
+
+def _rebalance_keys(log: Any) -> list[int]:
+    """All keys named in a subscribe's ``rebalance_log`` (``[{type, keys}]``)."""
+    if type(log) is not list:
+        raise ValueError(f"rebalance_log must be a list, got {describe(log)}")
+    keys: list[int] = []
+    for event in log:
+        if type(event) is not dict or "keys" not in event:
+            raise ValueError(f"rebalance_log entry must be a map with keys, got {describe(event)}")
+        keys.extend(_int_list(event["keys"], "rebalance_log keys"))
+    return keys
+
+
+def _dumps(x: Any) -> str:
+    return orjson.dumps(x, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+class FlatBuilder:
+    """Accumulates ops column by column (plain lists: the fastest way to grow
+    columns from Python) and builds the Arrow table at the end."""
+
+    def __init__(self) -> None:
+        # one entry per op
+        self.o_index: list[int] = []
+        self.o_time: list[int] = []
+        self.o_type: list[str] = []
+        self.o_process: list[str] = []
+        self.o_f: list[str] = []
+        self.o_line: list[int] = []
+        self.o_nrows: list[int] = []
+        self.o_keys: list[list[int] | None] = []
+        self.o_rebalance: list[list[int] | None] = []
+        self.o_error: list[str | None] = []
+        self.o_payload: list[str | None] = []
+        self.o_extra: list[str | None] = []
+        # one entry per micro-op; an op without micro-ops has one placeholder
+        self.m_index: list[int | None] = []
+        self.m_code: list[int | None] = []
+        self.m_nrows: list[int] = []
+        # one entry per row
+        self.r_key: list[int | None] = []
+        self.r_offset: list[int | None] = []
+        self.r_value: list[int | None] = []
+        self.r_pos: list[int | None] = []
+
+    def add(
+        self,
+        index: int,
+        time: int,
+        op_type: str,
+        process: int | str,
+        f: str,
+        value: Any,
+        extra: dict[str, Any],
+        line: int,
+    ) -> None:
+        """Adds one op whose core fields are already checked; raises
+        ``ValueError`` on a malformed value (nothing is added then)."""
+        rows_before = len(self.r_key)
+        mops_before = len(self.m_nrows)
+        keys = rebalance = payload = None
+        try:
+            if type(value) is list and value and f in QUEUE_FS:
+                self._add_mops(value, op_type == "invoke")
+            else:
+                if f in QUEUE_FS and value is not None and type(value) is not list:
+                    raise ValueError(f"value of a {f} op must be a list of micro-ops")
+                if f in KEY_LIST_FS and value is not None:
+                    keys = _int_list(value, f"value of a {f} op")
+                elif value is not None:
+                    payload = _dumps(value)
+                self._placeholder()
+            error = extra_json = None
+            if extra:
+                rest = extra
+                if "error" in extra:
+                    error = _dumps(extra["error"])
+                    rest = {k: v for k, v in extra.items() if k != "error"}
+                if "rebalance_log" in rest:
+                    rebalance = _rebalance_keys(rest["rebalance_log"])
+                if rest:
+                    extra_json = _dumps(rest)
+        except (ValueError, TypeError) as e:
+            for col in (self.r_key, self.r_offset, self.r_value, self.r_pos):
+                del col[rows_before:]
+            for col in (self.m_index, self.m_code, self.m_nrows):
+                del col[mops_before:]
+            raise ValueError(str(e)) from None
+        self.o_index.append(index)
+        self.o_time.append(time)
+        self.o_type.append(op_type)
+        self.o_process.append(str(process))
+        self.o_f.append(f)
+        self.o_line.append(line)
+        self.o_nrows.append(len(self.r_key) - rows_before)
+        self.o_keys.append(keys)
+        self.o_rebalance.append(rebalance)
+        self.o_error.append(error)
+        self.o_payload.append(payload)
+        self.o_extra.append(extra_json)
+
+    def _placeholder(self) -> None:
+        self.m_index.append(None)
+        self.m_code.append(None)
+        self.m_nrows.append(1)
+        self._row(None, None, None, None)
+
+    def _row(self, key: int | None, offset: int | None, value: int | None, pos: int | None):
+        self.r_key.append(key)
+        self.r_offset.append(offset)
+        self.r_value.append(value)
+        self.r_pos.append(pos)
+
+    def _add_mops(self, mops: list[Any], invoke: bool) -> None:
+        r_key, r_offset, r_value, r_pos = self.r_key, self.r_offset, self.r_value, self.r_pos
+        for i, mop in enumerate(mops):
+            start = len(r_key)
+            if type(mop) is not list or not mop:
+                raise ValueError(f"malformed micro-op #{i} {describe(mop)}")
+            tag = mop[0]
+            if tag == "send":
+                if len(mop) != 3 or type(mop[1]) is not int:
+                    raise ValueError(
+                        f"malformed micro-op #{i} {describe(mop)}: expected [send, key, value]"
+                    )
+                v = mop[2]
+                if type(v) is int:
+                    self._row(mop[1], None, v, None)
+                elif (
+                    not invoke
+                    and type(v) is list
+                    and len(v) == 2
+                    and (v[0] is None or type(v[0]) is int)
+                    and type(v[1]) is int
+                ):
+                    self._row(mop[1], v[0], v[1], 0)
+                else:
+                    want = "[send, key, value]" if invoke else "[send, key, [offset, value]]"
+                    raise ValueError(f"malformed micro-op #{i} {describe(mop)}: expected {want}")
+                code = SEND
+            elif tag == "poll":
+                code = POLL
+                if len(mop) == 1:
+                    self._row(None, None, None, None)
+                elif len(mop) == 2 and not invoke and type(mop[1]) is dict:
+                    if not mop[1]:
+                        self._row(None, None, None, 0)
+                    for k, records in mop[1].items():
+                        k = _key(k)
+                        if type(records) is not list:
+                            raise ValueError(
+                                f"malformed micro-op #{i}: records of key {k} must be a list"
+                            )
+                        if not records:
+                            self._row(k, None, None, None)
+                        for p, rec in enumerate(records):
+                            if type(rec) is not list or len(rec) != 2:
+                                raise ValueError(
+                                    f"malformed micro-op #{i}: record {describe(rec)} of key {k} "
+                                    "must be [offset, value]"
+                                )
+                            o, v = rec
+                            if type(o) is not int or type(v) is not int:
+                                raise ValueError(
+                                    f"malformed micro-op #{i}: record {describe(rec)} of key {k} "
+                                    "must hold integers"
+                                )
+                            r_key.append(k)
+                            r_offset.append(o)
+                            r_value.append(v)
+                            r_pos.append(p)
+                else:
+                    want = "[poll]" if invoke else "[poll] or [poll, {key: [[offset, value], ...]}]"
+                    raise ValueError(f"malformed micro-op #{i} {describe(mop)}: expected {want}")
+            else:
+                raise ValueError(f"malformed micro-op #{i} {describe(mop)}: unknown kind")
+            self.m_index.append(i)
+            self.m_code.append(code)
+            self.m_nrows.append(len(r_key) - start)
+
+    def __len__(self) -> int:
+        return len(self.o_index)
+
+    def build(self) -> pa.Table:
+        """The table without pair columns, plus the helper ``_line`` column."""
+        nrows = np.asarray(self.o_nrows, dtype=np.int64)
+        op_of_row = np.repeat(np.arange(len(nrows), dtype=np.int64), nrows)
+        starts = np.cumsum(nrows) - nrows
+        row = np.arange(len(op_of_row), dtype=np.int64) - np.repeat(starts, nrows)
+        head = pa.array(op_of_row, mask=row != 0)  # row 0 → its op, other rows → null
+
+        def per_op(values: list[Any], typ: pa.DataType, op_level_only: bool = False) -> pa.Array:
+            arr = pa.array(values, typ)
+            return arr.take(head if op_level_only else op_of_row)
+
+        m_nrows = np.asarray(self.m_nrows, dtype=np.int64)
+        m_code = pa.array(self.m_code, pa.int8())
+        columns = {
+            "index": per_op(self.o_index, pa.int64()),
+            "time": per_op(self.o_time, pa.int64()),
+            "type": per_op(self.o_type, pa.string()),
+            "process": per_op(self.o_process, pa.string()),
+            "f": per_op(self.o_f, pa.string()),
+            "row": pa.array(row.astype(np.int32)),
+            "mop_index": pa.array(self.m_index, pa.int32()).take(
+                np.repeat(np.arange(len(m_nrows)), m_nrows)
+            ),
+            "mop": MOP_NAMES.take(m_code).take(np.repeat(np.arange(len(m_nrows)), m_nrows)),
+            "key": pa.array(self.r_key, pa.int64()),
+            "offset": pa.array(self.r_offset, pa.int64()),
+            "value": pa.array(self.r_value, pa.int64()),
+            "pos": pa.array(self.r_pos, pa.int32()),
+            "keys": per_op(self.o_keys, pa.list_(pa.int64()), True),
+            "rebalance_keys": per_op(self.o_rebalance, pa.list_(pa.int64()), True),
+            "error": per_op(self.o_error, pa.string(), True),
+            "payload": per_op(self.o_payload, pa.string(), True),
+            "extra": per_op(self.o_extra, pa.string(), True),
+            LINE: per_op(self.o_line, pa.int64()),
+        }
+        return pa.table(columns)
+
+
+def flatten(ops: Iterable[Op]) -> pa.Table:
+    """The flattened table of in-memory ops, checked and paired like a file
+    (errors name ``<ops>`` and the op's 1-based position)."""
+    builder = FlatBuilder()
+    for n, op in enumerate(ops, 1):
+        try:
+            builder.add(*check_core(op.to_dict()), n)
+        except ValueError as e:
+            raise HistoryError("<ops>", n, str(e)) from None
+    return attach_pairs(builder.build(), "<ops>")

@@ -1,0 +1,69 @@
+"""One entry point per direction for the three history formats, with format
+auto-detection: jepka ``history.jsonl``, jepka ``history.parquet`` (the flat
+table) and Jepsen ``history.edn``."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+from checkers.history.errors import HistoryError
+from checkers.history.jsonl import read_jsonl_unpaired
+from checkers.history.pairing import attach_pairs
+from checkers.history.parquet import read_parquet_flat
+
+FORMATS = ("jsonl", "parquet", "jepsen-edn")
+EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".edn": "jepsen-edn"}
+PARQUET_MAGIC = b"PAR1"
+
+
+def format_from_extension(path: str) -> str | None:
+    return EXTENSIONS.get(os.path.splitext(str(path))[1].lower())
+
+
+def detect_format(path: str) -> str:
+    """The format of a history file: Parquet by its magic bytes, otherwise the
+    first non-blank character (``{`` JSON, ``{:`` or ``;`` EDN)."""
+    path = str(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise HistoryError(path, None, f"cannot read: {e.strerror}") from None
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    text = head.lstrip()
+    if text.startswith((b"{:", b";", b"[{:")) or (text.startswith(b"{") and b'"' not in text[:3]):
+        return "jepsen-edn"
+    if text.startswith(b"{"):
+        return "jsonl"
+    if not text:
+        return format_from_extension(path) or "jsonl"
+    raise HistoryError(path, 1, "not a history: expected JSON Lines, Jepsen EDN or Parquet")
+
+
+def resolve_format(path: str, fmt: str = "auto") -> str:
+    if fmt == "auto":
+        return detect_format(path)
+    if fmt not in FORMATS:
+        raise HistoryError(
+            str(path), None, f"unknown format '{fmt}' (expected auto, {', '.join(FORMATS)})"
+        )
+    return fmt
+
+
+def read_flat(
+    path: str | os.PathLike[str], fmt: str = "auto", workers: int | None = None
+) -> pa.Table:
+    """Any history file → the checked, paired flat table (:data:`FLAT_SCHEMA`).
+    ``workers`` caps the processes used for big JSONL files (default: one per core)."""
+    path = str(path)
+    fmt = resolve_format(path, fmt)
+    if fmt == "parquet":
+        return read_parquet_flat(path)
+    if fmt == "jsonl":
+        return attach_pairs(read_jsonl_unpaired(path, workers), path)
+    from checkers.history.edn import read_edn_unpaired
+
+    return attach_pairs(read_edn_unpaired(path), path)
