@@ -1,0 +1,1 @@
+"""The group coordinator: ``__consumer_offsets``, the classic rebalance protocol, offsets."""

@@ -1,0 +1,202 @@
+"""A coordinator as shards over the partitions of an internal topic.
+
+Kafka's ``CoordinatorRuntime`` in small: a shard owns one partition of
+``__consumer_offsets`` or ``__transaction_state``. Becoming the partition's
+leader loads the shard by replaying the partition from its start; until that
+finishes requests get COORDINATOR_LOAD_IN_PROGRESS, and a partition this node
+does not lead gets NOT_COORDINATOR. Every state change is appended to the
+partition (as a record batch) before it is applied, so replay rebuilds exactly
+what clients were told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kio.schema.errors import ErrorCode
+
+from broker.coordinator.errors import CoordinatorError
+from broker.coordinator.partitioning import partition_for
+from broker.log.batch import CONTROL_COMMIT, CorruptBatch, control_type, iter_batches
+
+log = logging.getLogger(__name__)
+
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+READ_CHUNK_BYTES = 1 << 20
+
+
+class CoordinatorLog(Protocol):
+    """What a coordinator needs from the partitions of its internal topic."""
+
+    async def append(self, topic: str, partition: int, batch: bytes) -> int:
+        """Appends one v2 record batch built by the coordinator, durably by the
+        partition's rules; returns its base offset or raises ``CoordinatorError``."""
+        ...
+
+    def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from ``offset`` (up to about ``max_bytes``); empty at the end."""
+        ...
+
+
+class CoordinatorShard(Protocol):
+    """One partition's state machine, rebuilt from that partition's records."""
+
+    def replay(
+        self, key: bytes, value: bytes | None, producer_id: int, producer_epoch: int
+    ) -> None:
+        """Applies one record; ``producer_id`` is set for transactional records."""
+        ...
+
+    def replay_marker(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
+        """Applies a transaction marker found in the partition."""
+        ...
+
+    def activate(self) -> None:
+        """Loading finished: start timers and finish work the log shows as half-done."""
+        ...
+
+    def deactivate(self) -> None:
+        """The partition moved away or the broker stops: cancel timers."""
+        ...
+
+
+class ShardStatus(enum.Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+
+
+S = TypeVar("S", bound=CoordinatorShard)
+
+
+@dataclass(slots=True)
+class ShardSlot(Generic[S]):
+    shard: S
+    status: ShardStatus
+    epoch: int
+
+
+def build_batch(
+    records: Iterable[tuple[bytes, bytes | None]],
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+) -> bytes:
+    """One uncompressed batch; transactional when it carries a producer id."""
+    transactional = producer_id != NO_PRODUCER_ID
+    builder = DefaultRecordBatchBuilder(
+        2, 0, transactional, producer_id, producer_epoch, NO_SEQUENCE, 1 << 30
+    )
+    now = int(time.time() * 1000)
+    for offset_delta, (key, value) in enumerate(records):
+        builder.append(offset_delta, now, key, value, [])
+    return bytes(builder.build())
+
+
+def replay_batches(shard: CoordinatorShard, data: bytes) -> int:
+    """Feeds every record of ``data`` to ``shard``; returns the next offset to read."""
+    next_offset = -1
+    for pos, header in iter_batches(data):
+        raw = data[pos : pos + header.size]
+        next_offset = header.next_offset
+        if header.is_control:
+            commit = control_type(raw) == CONTROL_COMMIT
+            shard.replay_marker(header.producer_id, header.producer_epoch, commit)
+            continue
+        pid = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+        for record in DefaultRecordBatch(raw):
+            if record.key is not None:
+                shard.replay(bytes(record.key), record.value, pid, header.producer_epoch)
+    return next_offset
+
+
+class CoordinatorRuntime(Generic[S]):
+    """The shards of one coordinator on this node, keyed by internal partition."""
+
+    def __init__(
+        self,
+        topic: str,
+        num_partitions: int,
+        log_: CoordinatorLog,
+        new_shard: Callable[[int], S],
+    ) -> None:
+        self.topic = topic
+        self.num_partitions = num_partitions
+        self._log = log_
+        self._new_shard = new_shard
+        self._slots: dict[int, ShardSlot[S]] = {}
+
+    def partition_for(self, key: str) -> int:
+        return partition_for(key, self.num_partitions)
+
+    async def load(self, partition: int, epoch: int = 0) -> None:
+        """Becomes coordinator of ``partition``: replays it, then serves it."""
+        shard = self._new_shard(partition)
+        slot: ShardSlot[S] = ShardSlot(shard, ShardStatus.LOADING, epoch)
+        self._slots[partition] = slot
+        offset = 0
+        try:
+            while True:
+                data = self._log.read(self.topic, partition, offset, READ_CHUNK_BYTES)
+                if not data:
+                    break
+                offset = replay_batches(shard, data)
+                await asyncio.sleep(0)  # keep serving other requests while loading
+        except (CorruptBatch, ValueError) as exc:
+            # A shard that cannot be rebuilt must not serve half a state.
+            del self._slots[partition]
+            log.error("cannot load %s-%d at offset %d: %s", self.topic, partition, offset, exc)
+            raise
+        if self._slots.get(partition) is slot:
+            slot.status = ShardStatus.ACTIVE
+            shard.activate()
+            log.info("loaded %s-%d up to offset %d", self.topic, partition, offset)
+
+    def unload(self, partition: int) -> None:
+        slot = self._slots.pop(partition, None)
+        if slot is not None:
+            slot.shard.deactivate()
+
+    def unload_all(self) -> None:
+        for partition in list(self._slots):
+            self.unload(partition)
+
+    def shard(self, partition: int) -> S:
+        """The active shard, or the error Kafka gives when this node cannot serve it."""
+        slot = self._slots.get(partition)
+        if slot is None:
+            raise CoordinatorError(ErrorCode.not_coordinator)
+        if slot.status is ShardStatus.LOADING:
+            raise CoordinatorError(ErrorCode.coordinator_load_in_progress)
+        return slot.shard
+
+    def shard_for(self, key: str) -> S:
+        return self.shard(self.partition_for(key))
+
+    def epoch(self, partition: int) -> int:
+        slot = self._slots.get(partition)
+        if slot is None:
+            raise CoordinatorError(ErrorCode.not_coordinator)
+        return slot.epoch
+
+    def owns(self, partition: int) -> bool:
+        return partition in self._slots
+
+    async def write(
+        self,
+        partition: int,
+        records: list[tuple[bytes, bytes | None]],
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = -1,
+    ) -> int:
+        """Appends ``records`` as one batch; the caller applies them after this returns."""
+        if partition not in self._slots:
+            raise CoordinatorError(ErrorCode.not_coordinator)
+        batch = build_batch(records, producer_id, producer_epoch)
+        return await self._log.append(self.topic, partition, batch)

@@ -1,0 +1,43 @@
+"""Key/value encoding of internal-topic records: an int16 schema version, then the
+fields in Kafka's layout, written by kio's generic codec.
+
+The record classes live next to their coordinator (``group/records.py``,
+``txn/records.py``); they are declared without postponed annotations because kio
+reads the field types at run time.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from typing import Any, TypeVar
+
+from kio.serial import entity_reader, entity_writer
+
+T = TypeVar("T")
+
+
+class RecordFormatError(ValueError):
+    """An internal record that cannot be decoded (corrupt or from a newer version)."""
+
+
+def encode(version: int, entity: Any) -> bytes:
+    buf = io.BytesIO()
+    buf.write(struct.pack(">h", version))
+    entity_writer(type(entity))(buf, entity)
+    return buf.getvalue()
+
+
+def read_version(data: bytes) -> int:
+    if len(data) < 2:
+        raise RecordFormatError(f"internal record of {len(data)} bytes has no version")
+    return int(struct.unpack_from(">h", data)[0])
+
+
+def decode(entity_type: type[T], data: bytes) -> T:
+    """Decodes the fields after the version prefix; the caller chose the type by version."""
+    try:
+        entity, _ = entity_reader(entity_type)(data, 2)
+    except Exception as exc:  # kio raises several types for truncated or bad input
+        raise RecordFormatError(f"bad {entity_type.__name__} record: {exc}") from exc
+    return entity  # type: ignore[no-any-return]
