@@ -20,6 +20,10 @@ NEMESIS = "nemesis"
 Thread = int | str
 Process = int | str
 
+# restrict() is called for every op with the same few (threads, predicate)
+# pairs; remembering the filtered tuples keeps views cheap.
+_RESTRICTED: dict[tuple[tuple[Thread, ...], Callable[[Thread], bool]], tuple[Thread, ...]] = {}
+
 
 class Context:
     """Time (ns since the test started), the threads in view, the free ones,
@@ -94,7 +98,12 @@ class Context:
 
     def restrict(self, keep: Callable[[Thread], bool]) -> Context:
         """A view with only the threads for which ``keep`` is true."""
-        threads = tuple(t for t in self.threads if keep(t))
+        key = (self.threads, keep)
+        threads = _RESTRICTED.get(key)
+        if threads is None:
+            threads = tuple(t for t in self.threads if keep(t))
+            if len(_RESTRICTED) < 4096:
+                _RESTRICTED[key] = threads
         return Context(
             self.time, threads, self.free.intersection(threads), self.processes, self.concurrency
         )

@@ -1,0 +1,236 @@
+"""A test's full configuration: defaults, then a YAML file, then the command line.
+
+``OPTIONS`` is the single table of every setting: its type, default, allowed
+values and help. ``jepka test`` builds its flags from it and ``resolve``
+merges the three sources and checks every value, naming the file or flag at
+fault, so a bad setting stops the run before anything starts. The resolved
+:class:`TestSpec` is frozen and is saved whole (with the seed) in the run's
+``test.json``; that file alone replays the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+WORKLOADS = ("queue", "txn", "eos", "idempotence", "group")
+NEMESES = ("none", "kill", "pause", "partition")
+CLUSTERS = ("local", "docker", "ssh")
+DBS = ("reference", "kafka")
+ACKS = ("all", "1", "0")
+ISOLATION = ("read_committed", "read_uncommitted")
+SUB_VIA = ("assign", "subscribe")
+
+
+class SpecError(ValueError):
+    """A setting is missing, unknown or out of range; the message names it and where."""
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    name: str
+    kind: Callable[[Any], Any]
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    is_list: bool = False
+
+
+def _bool(x: Any) -> bool:
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, str) and x.lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
+        return x.lower() in ("true", "yes", "on", "1")
+    raise ValueError(f"expected true or false, got {x!r}")
+
+
+def _fraction(x: Any) -> float:
+    """A probability, also written as ``1/32`` as in Jepsen."""
+    if isinstance(x, str) and "/" in x:
+        num, den = x.split("/", 1)
+        return float(num) / float(den)
+    return float(x)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("workload", str, "queue", "what the clients do", WORKLOADS),
+    Option("nemesis", str, ["none"], "faults, comma-separated", NEMESES, is_list=True),
+    Option("nemesis_interval", float, 10.0, "mean seconds between fault ops", minimum=0.01),
+    Option("time_limit", float, 30.0, "seconds of workload", minimum=0.1),
+    Option("final_time_limit", float, 60.0, "max seconds of final polls", minimum=0.1),
+    Option("recovery_time", float, 5.0, "seconds to wait after healing", minimum=0),
+    Option("rate", float, 100.0, "total client ops per second", minimum=0.01),
+    Option("concurrency", int, 5, "client threads", minimum=1, maximum=1024),
+    Option("nodes", int, 1, "broker nodes", minimum=1, maximum=64),
+    Option("cluster", str, "local", "where nodes run", CLUSTERS),
+    Option("db", str, "reference", "which broker", DBS),
+    Option("bug", str, [], "historical broker bugs to switch on", is_list=True),
+    Option("acks", str, "all", "producer acks", ACKS),
+    Option("idempotence", _bool, True, "idempotent producers"),
+    Option("isolation_level", str, "read_committed", "consumer isolation", ISOLATION),
+    Option("replication_factor", int, 1, "replicas per partition", minimum=1, maximum=64),
+    Option("min_isr", int, 1, "min.insync.replicas", minimum=1, maximum=64),
+    Option("key_count", int, 8, "distinct keys (topic-partitions)", minimum=1, maximum=10_000),
+    Option("max_txn_length", int, 4, "micro-ops per transaction", minimum=1, maximum=64),
+    Option(
+        "abort_p", _fraction, 1 / 32, "chance a txn is aborted on purpose", minimum=0, maximum=1
+    ),
+    Option("sub_via", str, ["assign"], "how consumers pick partitions", SUB_VIA, is_list=True),
+    Option(
+        "sub_p",
+        _fraction,
+        1 / 64,
+        "chance an op is replaced by a re-(sub/as)sign",
+        minimum=0,
+        maximum=1,
+    ),
+    Option("crash_clients", _bool, False, "crash clients now and then"),
+    Option("seed", int, 0, "random seed: same seed, same schedule", minimum=0),
+    Option("test_count", int, 1, "how many runs", minimum=1, maximum=10_000),
+    Option("name", str, "", "test name (default: workload-nemesis)"),
+    Option("store", str, "store", "run directory root"),
+    Option("bootstrap", str, "", "host:port,... of an existing cluster to use instead"),
+)
+BY_NAME = {o.name: o for o in OPTIONS}
+KIND_NAMES: dict[Callable[[Any], Any], str] = {
+    int: "an integer",
+    float: "a number",
+    _bool: "true or false",
+    _fraction: "a number or a fraction like 1/32",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TestSpec:
+    """The resolved configuration of one test (see ``OPTIONS`` for each field)."""
+
+    workload: str
+    nemesis: tuple[str, ...]
+    nemesis_interval: float
+    time_limit: float
+    final_time_limit: float
+    recovery_time: float
+    rate: float
+    concurrency: int
+    nodes: int
+    cluster: str
+    db: str
+    bug: tuple[str, ...]
+    acks: str
+    idempotence: bool
+    isolation_level: str
+    replication_factor: int
+    min_isr: int
+    key_count: int
+    max_txn_length: int
+    abort_p: float
+    sub_via: tuple[str, ...]
+    sub_p: float
+    crash_clients: bool
+    seed: int
+    test_count: int
+    name: str
+    store: str
+    bootstrap: str
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """The nemeses other than ``none``."""
+        return tuple(n for n in self.nemesis if n != "none")
+
+    @property
+    def test_name(self) -> str:
+        return self.name or f"{self.workload}-{'+'.join(self.faults) or 'none'}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
+            for f in dataclasses.fields(self)
+        }
+
+    def with_seed(self, seed: int) -> TestSpec:
+        return dataclasses.replace(self, seed=seed)
+
+
+def _coerce(opt: Option, raw: Any, where: str) -> Any:
+    what = f"{where}: {opt.name.replace('_', '-')}"
+    items: list[Any]
+    if opt.is_list:
+        items = (
+            raw.split(",")
+            if isinstance(raw, str)
+            else list(raw)
+            if isinstance(raw, list)
+            else [raw]
+        )
+        items = [str(i).strip() for i in items if str(i).strip()]
+    else:
+        items = [raw]
+    out = []
+    for item in items:
+        try:
+            v = opt.kind(item)
+        except (TypeError, ValueError, ZeroDivisionError):
+            expected = KIND_NAMES.get(opt.kind, "valid")
+            raise SpecError(f"{what}: {item!r} is not {expected}") from None
+        if opt.choices and v not in opt.choices:
+            raise SpecError(f"{what}: {v!r} is not one of {', '.join(opt.choices)}")
+        if opt.minimum is not None and v < opt.minimum:
+            raise SpecError(f"{what}: {v} is below the minimum {opt.minimum:g}")
+        if opt.maximum is not None and v > opt.maximum:
+            raise SpecError(f"{what}: {v} is above the maximum {opt.maximum:g}")
+        out.append(v)
+    return tuple(out) if opt.is_list else out[0]
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """The settings of a YAML config file (keys with ``-`` or ``_``)."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" line {mark.line + 1}" if mark is not None else ""
+        raise SpecError(f"{path}:{at} not valid YAML: {getattr(e, 'problem', e)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def resolve(
+    config: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    config_name: str = "config",
+) -> TestSpec:
+    """Defaults, then ``config`` (from ``config_name``), then ``overrides``
+    (command-line flags; ``None`` values mean "not given")."""
+    values = {o.name: _coerce(o, o.default, "default") for o in OPTIONS}
+    for source, where in ((config or {}), config_name), ((overrides or {}), "command line"):
+        for key, raw in source.items():
+            if raw is None:
+                continue
+            opt = BY_NAME.get(key)
+            if opt is None:
+                raise SpecError(f"{where}: unknown setting {key.replace('_', '-')!r}")
+            values[key] = _coerce(opt, raw, where)
+    spec = TestSpec(**values)
+    if spec.min_isr > spec.replication_factor:
+        raise SpecError(
+            f"min-isr {spec.min_isr} exceeds replication-factor {spec.replication_factor}"
+        )
+    if spec.replication_factor > spec.nodes and not spec.bootstrap:
+        raise SpecError(
+            f"replication-factor {spec.replication_factor} needs at least that many "
+            f"nodes, got {spec.nodes}"
+        )
+    return spec

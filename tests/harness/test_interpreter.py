@@ -1,0 +1,184 @@
+"""The interpreter with real threads and in-process clients (no cluster)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from harness import generator as g
+from harness.interpreter import Interpreter
+from harness.protocols import InvalidCompletion, NoopClient, NoopNemesis, ValidatingClient
+
+
+def run(gen: Any, client: Any = None, concurrency: int = 3, **kw: Any) -> tuple[list[dict], Any]:
+    history: list[dict] = []
+    it = Interpreter(
+        {},
+        gen,
+        client=client or NoopClient(),
+        nemesis=kw.pop("nemesis", NoopNemesis()),
+        concurrency=concurrency,
+        journal=history.append,
+        **kw,
+    )
+    return history, it.run()
+
+
+def check_well_formed(history: list[dict]) -> None:
+    assert [o["index"] for o in history] == list(range(len(history)))
+    times = [o["time"] for o in history]
+    assert times == sorted(times)
+    open_: dict = {}
+    for o in history:
+        if o["type"] == "invoke":
+            assert o["process"] not in open_
+            open_[o["process"]] = o
+        else:
+            assert open_.pop(o["process"])["f"] == o["f"]
+    assert not open_
+
+
+def test_every_op_is_invoked_and_completed() -> None:
+    history, outcome = run(g.on_clients(g.limit(500, g.repeat({"f": "w"}))), concurrency=4)
+    check_well_formed(history)
+    assert outcome.entries == 1000 and not outcome.interrupted
+    assert {o["process"] for o in history} == {0, 1, 2, 3}
+
+
+class Flaky:
+    """Raises on values divisible by 3, answers info on 1 mod 3, else ok."""
+
+    def __init__(self, opened: list | None = None) -> None:
+        self.opened = opened if opened is not None else []
+
+    def open(self, test: Any, node: str) -> Flaky:
+        self.opened.append(node)
+        return self
+
+    def setup(self, test: Any) -> None: ...
+    def teardown(self, test: Any) -> None: ...
+    def close(self, test: Any) -> None: ...
+
+    def invoke(self, test: Any, op: dict) -> dict:
+        if op["value"] % 3 == 0:
+            raise ConnectionError("broker went away\nmore detail")
+        return {**op, "type": "info" if op["value"] % 3 == 1 else "ok"}
+
+
+def test_exceptions_become_info_and_processes_are_replaced() -> None:
+    client = Flaky()
+    ops = [{"f": "w", "value": i} for i in range(9)]
+    history, _ = run(g.on_clients(ops), client=client, concurrency=1, nodes=["a", "b"])
+    check_well_formed(history)
+    done = [o for o in history if o["type"] != "invoke"]
+    assert [o["type"] for o in done] == ["info", "info", "ok"] * 3
+    assert done[0]["error"] == "indeterminate: ConnectionError: broker went away"
+    procs = [o["process"] for o in history if o["type"] == "invoke"]
+    assert procs == [0, 1, 2, 2, 3, 4, 4, 5, 6]
+    assert len(client.opened) == 7  # one client per process
+    assert set(client.opened) == {"a"}
+
+
+def test_client_that_cannot_open_fails_definitely() -> None:
+    class NoConnect(NoopClient):
+        def open(self, test: Any, node: str) -> NoopClient:
+            raise OSError("connection refused")
+
+    history, _ = run(g.on_clients([{"f": "w"}, {"f": "w"}]), client=NoConnect(), concurrency=1)
+    done = [o for o in history if o["type"] != "invoke"]
+    assert [o["type"] for o in done] == ["fail", "fail"]
+    assert done[0]["error"].startswith("no-client: OSError")
+    assert [o["process"] for o in history if o["type"] == "invoke"] == [0, 1]
+
+
+def test_validating_client_rejects_a_changed_process() -> None:
+    class Liar(NoopClient):
+        def invoke(self, test: Any, op: dict) -> dict:
+            return {**op, "type": "ok", "process": 99}
+
+    history, _ = run(g.on_clients([{"f": "w"}]), client=ValidatingClient(Liar()), concurrency=1)
+    assert history[1]["type"] == "info"
+    assert "InvalidCompletion" in history[1]["error"]
+    with pytest.raises(InvalidCompletion, match="changed process"):
+        ValidatingClient(Liar()).invoke({}, {"type": "invoke", "process": 1, "f": "w"})
+
+
+def test_nemesis_ops_run_on_the_nemesis_thread() -> None:
+    seen: list[str] = []
+
+    class Recorder(NoopNemesis):
+        def invoke(self, test: Any, op: dict) -> dict:
+            seen.append(threading.current_thread().name)
+            return {**op, "type": "info", "value": "done"}
+
+    gen = g.with_nemesis([{"f": "start"}, {"f": "stop"}], g.limit(5, g.repeat({"f": "w"})))
+    history, _ = run(gen, nemesis=Recorder())
+    check_well_formed(history)
+    assert [o["f"] for o in history if o["process"] == "nemesis"] == ["start"] * 2 + ["stop"] * 2
+    assert seen == ["jepka-worker-nemesis"] * 2
+
+
+def test_ops_wait_for_their_time_and_sleep_is_not_recorded() -> None:
+    gen = g.phases(g.once({"f": "a"}), g.sleep(0.2), g.once({"f": "b"}))
+    history, _ = run(g.on_clients(gen), concurrency=2)
+    assert [o["f"] for o in history] == ["a", "a", "b", "b"]
+    assert history[2]["time"] - history[1]["time"] >= 200_000_000
+
+
+def test_stop_ends_the_run_and_records_what_finished() -> None:
+    release = threading.Event()
+
+    class Slow(NoopClient):
+        def invoke(self, test: Any, op: dict) -> dict:
+            release.wait(5)
+            return {**op, "type": "ok"}
+
+    history: list[dict] = []
+    it = Interpreter(
+        {},
+        g.on_clients(g.repeat({"f": "w"})),
+        client=Slow(),
+        nemesis=NoopNemesis(),
+        concurrency=2,
+        journal=history.append,
+    )
+    threading.Timer(0.2, lambda: (it.stop.set(), release.set())).start()
+    outcome = it.run()
+    assert outcome.interrupted and outcome.abandoned == 0
+    check_well_formed(history)
+
+
+def test_stuck_client_is_abandoned_after_the_drain_timeout() -> None:
+    class Stuck(NoopClient):
+        def invoke(self, test: Any, op: dict) -> dict:
+            time.sleep(30)
+            return {**op, "type": "ok"}
+
+    history: list[dict] = []
+    it = Interpreter(
+        {},
+        g.on_clients(g.once({"f": "w"})),
+        client=Stuck(),
+        nemesis=NoopNemesis(),
+        concurrency=1,
+        journal=history.append,
+        drain_timeout_s=0.1,
+    )
+    threading.Timer(0.1, it.stop.set).start()
+    outcome = it.run()
+    assert outcome.abandoned == 1
+    assert [o["type"] for o in history] == ["invoke"]
+
+
+def test_same_seed_same_schedule() -> None:
+    def schedule(seed: int) -> list[tuple]:
+        gens = [g.repeat({"f": "a"}), g.repeat({"f": "b"}), g.repeat({"f": "c"})]
+        gen = g.on_clients(g.limit(200, g.mix(gens, g.Rand(seed))))
+        history, _ = run(gen, concurrency=4)
+        return [o["f"] for o in history if o["type"] == "invoke"]
+
+    assert schedule(5) == schedule(5)
+    assert schedule(5) != schedule(6)

@@ -1,0 +1,52 @@
+"""Resolving a test's settings: defaults < YAML file < command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.spec import SpecError, load_config, resolve
+
+
+def test_file_then_flags_override_defaults(tmp_path: Path) -> None:
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("workload: txn\nnemesis: [kill, pause]\nabort-p: 1/16\nrate: 20\n")
+    spec = resolve(load_config(cfg), {"rate": "50", "seed": None}, str(cfg))
+    assert spec.workload == "txn"
+    assert spec.nemesis == ("kill", "pause")
+    assert spec.abort_p == 1 / 16
+    assert spec.rate == 50.0
+    assert spec.seed == 0
+    assert spec.test_name == "txn-kill+pause"
+    assert spec.to_dict()["nemesis"] == ["kill", "pause"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"rate": "fast"}, "command line: rate: 'fast' is not a number"),
+        ({"nemesis": "kill,boom"}, "nemesis: 'boom' is not one of"),
+        ({"colour": "red"}, "unknown setting 'colour'"),
+        ({"concurrency": 0}, "concurrency: 0 is below the minimum 1"),
+        ({"idempotence": "perhaps"}, "is not true or false"),
+        ({"abort_p": "1/0"}, "abort-p: '1/0' is not a number or a fraction"),
+        ({"min_isr": 2}, "min-isr 2 exceeds replication-factor 1"),
+        ({"replication_factor": 3}, "needs at least that many nodes"),
+    ],
+)
+def test_bad_settings_name_what_and_where(settings: dict, message: str) -> None:
+    with pytest.raises(SpecError, match=message.replace("(", r"\(")):
+        resolve(None, settings)
+
+
+def test_bad_yaml_names_the_file_and_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("rate: 5\nnemesis: [kill\n")
+    with pytest.raises(SpecError, match=r"bad.yaml: line \d+ not valid YAML"):
+        load_config(cfg)
+    cfg.write_text("- a\n- b\n")
+    with pytest.raises(SpecError, match="expected a mapping"):
+        load_config(cfg)
+    with pytest.raises(SpecError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
