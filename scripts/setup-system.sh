@@ -19,6 +19,7 @@ java_ok() {
 java_ok || missing+=("openjdk-17-jre-headless")
 need ip iproute2
 need iptables iptables
+need chromium chromium # headless browser for the report tests
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

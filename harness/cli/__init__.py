@@ -17,7 +17,10 @@ from collections.abc import Sequence
 from enum import IntEnum
 from typing import NoReturn
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "harness.cli.report",
+    "harness.cli.serve",
+)
 
 
 class ExitCode(IntEnum):

@@ -1,0 +1,106 @@
+"""The anomaly sections and the slice of the history the page embeds.
+
+A report must stay small for a 1M-op history, so the page carries a bounded
+table of operations: every op an anomaly names, a few neighbours of each for
+context, then the start of the history until the budget is spent. The page
+states how many of how many ops it holds; the full history stays beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from reports.kinds import explain, instance_ops, is_realtime
+from reports.pairs import Pairs, short
+
+MAX_INSTANCES = 200  # per kind shown in the page; the count is always exact
+MAX_ROWS = 20_000  # ops embedded in the history table and timeline
+CONTEXT = 3  # neighbouring rows kept around each op an anomaly names
+VALUE_CHARS = 160
+
+
+def anomaly_sections(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One section per anomaly kind, failing kinds first, with capped instances."""
+    anomalies = results.get("anomalies") or {}
+    allowed = set(results.get("allowed") or ())
+    out = []
+    for kind, instances in anomalies.items():
+        instances = list(instances or [])
+        out.append(
+            {
+                "kind": kind,
+                "count": len(instances),
+                "allowed": kind in allowed,
+                "realtime": is_realtime(kind),
+                "explanation": explain(kind),
+                "instances": [instance_view(i) for i in instances[:MAX_INSTANCES]],
+            }
+        )
+    out.sort(key=lambda s: (s["allowed"], -s["count"], s["kind"]))
+    return out
+
+
+def instance_view(instance: Any) -> dict[str, Any]:
+    """An instance as the page shows it: its sentence, the ops it names, other fields."""
+    if not isinstance(instance, Mapping):
+        return {"explanation": short(instance, 300), "ops": [], "fields": {}}
+    fields = {k: short(v, 120) for k, v in instance.items() if k != "explanation"}
+    return {
+        "explanation": str(instance.get("explanation", "")),
+        "ops": instance_ops(instance),
+        "fields": fields,
+    }
+
+
+def named_ops(results: Mapping[str, Any]) -> list[int]:
+    """Every history index the shown instances name, in section order."""
+    seen: dict[int, None] = {}
+    for section in anomaly_sections(results):
+        for inst in section["instances"]:
+            for idx in inst["ops"]:
+                seen.setdefault(idx, None)
+    return list(seen)
+
+
+def select_rows(
+    pairs: Pairs, focus: Iterable[int], budget: int = MAX_ROWS, context: int = CONTEXT
+) -> np.ndarray:
+    """Rows to embed, ascending: ``focus`` history indices with ``context`` rows
+    either side, then rows from the start of the history, at most ``budget``."""
+    n = len(pairs)
+    if n <= budget:
+        return np.arange(n)
+    row_of = pairs.row_of()
+    chosen: set[int] = set()
+    for idx in focus:
+        row = row_of.get(idx)
+        if row is None:
+            continue
+        for r in range(max(0, row - context), min(n, row + context + 1)):
+            if len(chosen) >= budget:
+                break
+            chosen.add(r)
+    r = 0
+    while len(chosen) < budget and r < n:
+        chosen.add(r)
+        r += 1
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def table_columns(pairs: Pairs, rows: np.ndarray) -> dict[str, list[Any]]:
+    """The embedded ops as columns (compact JSON): indices, process, f, type, times,
+    value and error, times in seconds."""
+    return {
+        "invoke": pairs.invoke[rows].tolist(),
+        "complete": pairs.complete[rows].tolist(),
+        "process": pairs.process[rows].tolist(),
+        "f": pairs.f[rows].tolist(),
+        "type": pairs.type[rows].tolist(),
+        "t0": np.round(pairs.t0[rows], 6).tolist(),
+        "t1": [None if np.isnan(t) else round(float(t), 6) for t in pairs.t1[rows]],
+        "value": [short(pairs.value(r), VALUE_CHARS) for r in rows.tolist()],
+        "error": [pairs.error[r] for r in rows.tolist()],
+    }

@@ -1,0 +1,124 @@
+"""Cycle diagrams (G0, G1c, ...) and the per-partition linearizability view.
+
+The checker found the cycles; this module only gathers, for each one, the
+ops it passes through with their real times, so the page can draw the cycle
+as a graph and, for ``-realtime`` cycles, as a Porcupine-style timeline: one
+lane per process, each op a bar from invocation to completion, and the edges
+that make the order impossible drawn between the bars.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from reports.kinds import instance_ops, is_cycle, is_realtime
+from reports.pairs import Pairs, short
+
+MAX_CYCLES = 50  # per kind
+KEY_MAP_FIELDS = ("key_map", "keys", "topic_partitions", "partitions")
+
+
+def cycle_views(pairs: Pairs, results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every cycle instance of a cycle kind, with its ops and labelled edges."""
+    row_of = pairs.row_of()
+    out = []
+    for kind, instances in (results.get("anomalies") or {}).items():
+        if not is_cycle(kind):
+            continue
+        for inst in list(instances or ())[:MAX_CYCLES]:
+            if isinstance(inst, Mapping):
+                out.append(_cycle(pairs, row_of, kind, inst))
+    return out
+
+
+def _cycle(
+    pairs: Pairs, row_of: dict[int, int], kind: str, inst: Mapping[str, Any]
+) -> dict[str, Any]:
+    ops = instance_ops(inst)
+    nodes = [_node(pairs, row_of, idx) for idx in ops]
+    steps = [s for s in inst.get("steps") or () if isinstance(s, Mapping)]
+    edges = []
+    for i in range(len(ops)):
+        step = steps[i] if i < len(steps) else {}
+        label = " ".join(str(step[k]) for k in ("type", "key") if step.get(k) is not None)
+        edges.append(
+            {
+                "from": i,
+                "to": (i + 1) % len(ops),
+                "label": label,
+                "text": short(step.get("explanation", ""), 200),
+            }
+        )
+    keys = sorted({k for n in nodes for k in n.pop("keys")})
+    return {
+        "kind": kind,
+        "realtime": is_realtime(kind),
+        "explanation": str(inst.get("explanation", "")),
+        "nodes": nodes,
+        "edges": edges,
+        "keys": keys,
+    }
+
+
+def _node(pairs: Pairs, row_of: dict[int, int], idx: int) -> dict[str, Any]:
+    row = row_of.get(idx)
+    if row is None:
+        return {
+            "index": idx,
+            "process": "?",
+            "f": "?",
+            "type": "?",
+            "t0": None,
+            "t1": None,
+            "value": "(not in history)",
+            "keys": [],
+        }
+    t1 = pairs.t1[row]
+    return {
+        "index": idx,
+        "process": pairs.process[row],
+        "f": pairs.f[row],
+        "type": pairs.type[row],
+        "t0": round(float(pairs.t0[row]), 6),
+        "t1": None if np.isnan(t1) else round(float(t1), 6),
+        "value": short(pairs.value(row), 160),
+        "keys": sorted(pairs.flat.op_keys(int(pairs.shown[row]))),
+    }
+
+
+def key_labels(pairs: Pairs, config: Mapping[str, Any]) -> dict[str, str]:
+    """Key → topic-partition label from ``test.json`` when it records the map,
+    else every key the history touches, labelled by itself."""
+    for name in KEY_MAP_FIELDS:
+        m = config.get(name)
+        if isinstance(m, Mapping) and m:
+            return {str(k): short(v, 60) for k, v in m.items()}
+    keys = np.unique(pairs.flat.key[pairs.flat.has_key]).tolist()
+    return {str(k): str(k) for k in keys}
+
+
+def linearizability(
+    labels: Mapping[str, str], cycles: list[dict[str, Any]], results: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Per partition log: the ``-realtime`` cycles through it (their index in
+    ``cycles``). ``checked`` says whether the checker looked for them at all."""
+    realtime = [i for i, c in enumerate(cycles) if c["realtime"]]
+    per_key = []
+    for key, label in labels.items():
+        hits = [i for i in realtime if key in cycles[i]["keys"]]
+        per_key.append({"key": key, "label": label, "violations": hits})
+    checked = any(str(k).endswith("-realtime") for k in _checked_kinds(results))
+    return {
+        "checked": checked,
+        "keys": per_key,
+        "unplaced": [i for i in realtime if not cycles[i]["keys"]],
+    }
+
+
+def _checked_kinds(results: Mapping[str, Any]) -> list[str]:
+    stats = results.get("stats") or {}
+    kinds = stats.get("checked") if isinstance(stats, Mapping) else None
+    return [*(results.get("anomalies") or {}), *(kinds or ()), *(results.get("allowed") or ())]

@@ -1,0 +1,138 @@
+"""Renders one run into ``report.html`` and ``junit.xml`` (and passes ``results.json`` through).
+
+The page is one self-contained file: CSS and JS are inlined from
+``reports/static`` and all data travels as one JSON blob that the script
+draws from. The verdict, config and anomaly list are also rendered as plain
+HTML, so the essentials read even with scripts off. Nothing here decides
+validity: every judgement comes from ``results.json``.
+
+Size bound: the blob holds at most ``MAX_ROWS`` ops, ``MAX_POINTS`` points per
+plot series, ``MAX_INSTANCES`` instances per kind and ``MAX_EVENTS`` node-log
+lines, so a report stays under about 10 MB whatever the history's length.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from checkers.history import HistoryError
+from reports.anomalies import anomaly_sections, named_ops, select_rows, table_columns
+from reports.cycles import cycle_views, key_labels, linearizability
+from reports.junit import junit_xml
+from reports.nodes import node_events
+from reports.orders import offset_diagrams
+from reports.pairs import Pairs, load_pairs, short
+from reports.run import Run, RunError, load_run
+from reports.series import latency_quantiles, latency_raw, stat_series, throughput
+
+PACKAGE = Path(__file__).parent
+MAX_CONFIG_CHARS = 100_000
+UNSEEN_STATS = ("unseen", "unseen-series", "unseen_series")
+LAG_STATS = ("realtime-lag", "realtime_lag", "lag")
+
+_env = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(PACKAGE / "templates"),
+    autoescape=jinja2.select_autoescape(["html", "j2"]),
+    undefined=jinja2.StrictUndefined,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    report: Path
+    junit: Path
+    results: Path
+
+
+def write_report(run_dir: Path | str, results: dict[str, Any] | None = None) -> Written:
+    """Writes ``results.json`` (when ``results`` is given), ``report.html`` and
+    ``junit.xml`` into ``run_dir``; returns their paths."""
+    run_dir = Path(run_dir)
+    if results is not None:
+        (run_dir / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    run = load_run(run_dir)
+    data = report_data(run)
+    written = Written(run_dir / "report.html", run_dir / "junit.xml", run_dir / "results.json")
+    written.report.write_text(render_html(data))
+    written.junit.write_text(junit_xml(run.results, f"jepka.{run.name}"))
+    return written
+
+
+def report_data(run: Run) -> dict[str, Any]:
+    """Everything the page draws, bounded in size (see the module docstring)."""
+    results = run.results
+    stats = results.get("stats") if isinstance(results.get("stats"), dict) else {}
+    hist = run.history_path()
+    try:
+        pairs, faults, end = load_pairs(hist)
+    except HistoryError as e:
+        raise RunError(str(e)) from e
+    cycles = cycle_views(pairs, results)
+    rows = select_rows(pairs, named_ops(results))
+    return {
+        "run": {"name": run.name, "time": run.time, "history": hist.name if hist else None},
+        "verdict": results.get("valid"),
+        "error": results.get("error"),
+        "config": _bounded(run.config),
+        "summary": _summary(pairs),
+        "sections": anomaly_sections(results),
+        "allowed": list(results.get("allowed") or ()),
+        "table": table_columns(pairs, rows),
+        "end": end,
+        "faults": [f.to_json() for f in faults],
+        "latency_raw": latency_raw(pairs),
+        "latency_quantiles": latency_quantiles(pairs, end),
+        "throughput": throughput(pairs, end),
+        "unseen": _first_series(stats, UNSEEN_STATS),
+        "lag": _first_series(stats, LAG_STATS),
+        "orders": offset_diagrams(pairs, results),
+        "cycles": cycles,
+        "linear": linearizability(key_labels(pairs, run.config), cycles, results),
+        "nodes": node_events(run.path),
+        "stats": {k: short(v, 400) for k, v in stats.items()},
+        "timings": results.get("timings") or {},
+    }
+
+
+def render_html(data: dict[str, Any]) -> str:
+    blob = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
+    return _env.get_template("report.html.j2").render(
+        d=data,
+        blob=blob.replace("</", "<\\/"),
+        css=(PACKAGE / "static" / "report.css").read_text(),
+        js=(PACKAGE / "static" / "plot.js").read_text()
+        + (PACKAGE / "static" / "report.js").read_text(),
+    )
+
+
+def render_index(runs: list[dict[str, Any]], root: str) -> str:
+    return _env.get_template("index.html.j2").render(
+        runs=runs, root=root, css=(PACKAGE / "static" / "report.css").read_text()
+    )
+
+
+def _summary(pairs: Pairs) -> dict[str, Any]:
+    by = Counter(zip(pairs.f.tolist(), pairs.type.tolist(), strict=True))
+    return {
+        "ops": len(pairs),
+        "processes": len(set(pairs.process.tolist())),
+        "by": [{"f": f, "type": t, "n": n} for (f, t), n in sorted(by.items())],
+    }
+
+
+def _first_series(stats: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    for name in names:
+        if name in stats:
+            return {"stat": name, "series": stat_series(stats, name)}
+    return {"stat": None, "series": []}
+
+
+def _bounded(config: dict[str, Any]) -> Any:
+    text = json.dumps(config, default=str)
+    return config if len(text) <= MAX_CONFIG_CHARS else short(text, MAX_CONFIG_CHARS)

@@ -1,0 +1,65 @@
+"""The index of stored runs that ``jepka serve`` shows: name, time, verdict, anomaly counts.
+
+A run is any folder under the store holding ``results.json`` or a history;
+``latest`` links are skipped so each run is listed once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+RUN_FILES = (
+    "report.html",
+    "results.json",
+    "junit.xml",
+    "test.json",
+    "history.jsonl",
+    "history.parquet",
+)
+MARKERS = ("results.json", "history.jsonl", "history.parquet")
+MAX_DEPTH = 4
+
+
+def list_runs(store: Path) -> list[dict[str, Any]]:
+    """Runs under ``store``, newest first (by folder name, which is the start time)."""
+    runs = [_describe(store, d) for d in _run_dirs(store, store, 0)]
+    runs.sort(key=lambda r: (r["time"], r["name"]), reverse=True)
+    return runs
+
+
+def _run_dirs(store: Path, d: Path, depth: int) -> list[Path]:
+    if depth > MAX_DEPTH:
+        return []
+    try:
+        children = sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return []
+    found = [d] if any((d / m).is_file() for m in MARKERS) and d != store else []
+    for c in children:
+        if c.name != "nodes":
+            found.extend(_run_dirs(store, c, depth + 1))
+    return found
+
+
+def _describe(store: Path, d: Path) -> dict[str, Any]:
+    rel = d.relative_to(store).as_posix()
+    verdict: str | None = None
+    counts: dict[str, int] = {}
+    try:
+        results = json.loads((d / "results.json").read_text())
+        v = results.get("valid")
+        verdict = "valid" if v is True else "invalid" if v is False else "unknown"
+        counts = {k: len(v or ()) for k, v in (results.get("anomalies") or {}).items()}
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {
+        "name": d.parent.name if d.parent != store else d.name,
+        "time": d.name,
+        "path": rel,
+        "href": f"/{rel}/",
+        "verdict": verdict,
+        "anomalies": counts,
+        "files": [f for f in RUN_FILES if (d / f).is_file()],
+    }

@@ -1,0 +1,399 @@
+/* Draws the report from the JSON blob. Re-checks nothing: every judgement shown
+   comes from the checker's results. */
+"use strict";
+var D = JSON.parse(document.getElementById("data").textContent);
+var T = D.table, NROWS = T.f.length, PAGE = 100;
+var SVGNS = "http://www.w3.org/2000/svg";
+var TYPE_COLORS = {ok: "#66bb6a", info: "#ffa726", fail: "#f48fb1", pending: "#bdbdbd"};
+
+function svg(tag, attrs, text) {
+  var e = document.createElementNS(SVGNS, tag);
+  for (var k in (attrs || {})) e.setAttribute(k, attrs[k]);
+  if (text !== undefined) e.textContent = String(text);
+  return e;
+}
+
+var tip = document.getElementById("tip");
+function hoverTip(node, text) {
+  node.addEventListener("mousemove", function (ev) {
+    tip.textContent = text; tip.style.display = "block";
+    tip.style.left = (ev.clientX + 12) + "px"; tip.style.top = (ev.clientY + 12) + "px";
+  });
+  node.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+}
+
+function opLink(index) {
+  var a = el("a", {"class": "op", href: "#op-" + index}, index);
+  a.addEventListener("click", function (ev) { ev.preventDefault(); showOp(index); });
+  return a;
+}
+
+/* ---- history table: filters and pagination over the embedded ops ---- */
+var named = {};
+D.sections.forEach(function (s) {
+  s.instances.forEach(function (i) { i.ops.forEach(function (o) { named[o] = true; }); });
+});
+var rowOf = {};
+for (var r = 0; r < NROWS; r++) {
+  if (T.invoke[r] >= 0) rowOf[T.invoke[r]] = r;
+  if (T.complete[r] >= 0) rowOf[T.complete[r]] = r;
+}
+var view = [], page = 0, highlight = null;
+
+function fillSelect(id, values) {
+  var s = document.getElementById(id), seen = {};
+  values.forEach(function (v) { seen[v] = true; });
+  Object.keys(seen).sort().forEach(function (v) { s.appendChild(el("option", {value: v}, v)); });
+  s.addEventListener("change", applyFilters);
+}
+
+function applyFilters() {
+  var text = document.getElementById("f-text").value, p = document.getElementById("f-process").value;
+  var f = document.getElementById("f-f").value, t = document.getElementById("f-type").value;
+  var onlyNamed = document.getElementById("f-named").checked;
+  view = [];
+  for (var r = 0; r < NROWS; r++) {
+    if (p && T.process[r] !== p) continue;
+    if (f && T.f[r] !== f) continue;
+    if (t && T.type[r] !== t) continue;
+    if (onlyNamed && !(named[T.invoke[r]] || named[T.complete[r]])) continue;
+    if (text && T.value[r].indexOf(text) < 0) continue;
+    view.push(r);
+  }
+  page = 0;
+  drawPage();
+}
+
+function drawPage() {
+  var tbody = document.querySelector("#history-table tbody");
+  tbody.textContent = "";
+  var pages = Math.max(1, Math.ceil(view.length / PAGE));
+  page = Math.min(Math.max(0, page), pages - 1);
+  view.slice(page * PAGE, page * PAGE + PAGE).forEach(function (r) {
+    var tr = el("tr", {"class": "type-" + T.type[r], "data-row": r});
+    if (T.invoke[r] >= 0) tr.id = "op-" + T.invoke[r];
+    if (highlight === r) tr.className += " hl";
+    var lat = T.t1[r] === null ? "" : ((T.t1[r] - T.t0[r]) * 1000).toFixed(2);
+    [T.invoke[r], T.complete[r], T.process[r], T.f[r]].forEach(function (v) {
+      tr.appendChild(el("td", {}, v < 0 ? "" : v));
+    });
+    tr.appendChild(el("td", {"class": "t"}, T.type[r]));
+    tr.appendChild(el("td", {"class": "num"}, T.t0[r].toFixed(3)));
+    tr.appendChild(el("td", {"class": "num"}, lat));
+    tr.appendChild(el("td", {"class": "val"}, T.value[r]));
+    tr.appendChild(el("td", {"class": "val"}, T.error[r] || ""));
+    tbody.appendChild(tr);
+  });
+  document.getElementById("page").textContent = "page " + (page + 1) + " of " + pages;
+}
+
+function showOp(index) {
+  var r = rowOf[index];
+  if (r === undefined) {
+    alertInfo("op " + index + " is not among the ops embedded in this page; see " +
+              (D.run.history || "the history file") + ".");
+    return;
+  }
+  ["f-text", "f-process", "f-f", "f-type"].forEach(function (id) {
+    document.getElementById(id).value = "";
+  });
+  document.getElementById("f-named").checked = false;
+  applyFilters();
+  highlight = r;
+  page = Math.floor(view.indexOf(r) / PAGE);
+  drawPage();
+  document.querySelector('#history-table tr[data-row="' + r + '"]').scrollIntoView({block: "center"});
+}
+
+function alertInfo(text) { document.getElementById("history-info").textContent = text; }
+
+function initHistory() {
+  fillSelect("f-process", T.process); fillSelect("f-f", T.f); fillSelect("f-type", T.type);
+  document.getElementById("f-text").addEventListener("input", applyFilters);
+  document.getElementById("f-named").addEventListener("change", applyFilters);
+  document.getElementById("prev").addEventListener("click", function () { page--; drawPage(); });
+  document.getElementById("next").addEventListener("click", function () { page++; drawPage(); });
+  alertInfo(NROWS + " of " + D.summary.ops + " operations embedded" +
+            (NROWS < D.summary.ops ? " (those anomalies name, their neighbours, then the " +
+             "start of the history); the full history is in " + D.run.history + "." : "."));
+  applyFilters();
+}
+
+/* ---- anomalies ---- */
+function initAnomalies() {
+  D.sections.forEach(function (s) {
+    var ol = document.querySelector('ol.instances[data-kind="' + CSS.escape(s.kind) + '"]');
+    s.instances.forEach(function (inst) {
+      var li = el("li");
+      li.appendChild(el("span", {}, (inst.explanation || "") + " "));
+      if (inst.ops.length) {
+        li.appendChild(el("span", {"class": "muted small"}, "ops: "));
+        inst.ops.forEach(function (o) { li.appendChild(opLink(o)); });
+      }
+      var rest = Object.keys(inst.fields).filter(function (k) { return k !== "ops"; });
+      if (rest.length) {
+        li.appendChild(el("div", {"class": "val muted"}, rest.map(function (k) {
+          return k + "=" + inst.fields[k];
+        }).join("  ")));
+      }
+      ol.appendChild(li);
+    });
+  });
+}
+
+/* ---- offsets per key ---- */
+function initOrders() {
+  var body = document.getElementById("orders-body");
+  if (!D.orders.length) { body.appendChild(el("p", {}, "No anomaly names a key.")); return; }
+  D.orders.forEach(function (o) {
+    body.appendChild(el("h3", {}, "key " + o.key + " — " + o.kinds.join(", ")));
+    if (o.offsets.length < o.total_offsets) {
+      body.appendChild(el("p", {"class": "muted small"}, "offsets " + o.offsets[0] + "–" +
+        o.offsets[o.offsets.length - 1] + " of " + o.total_offsets + " known"));
+    }
+    var colors = {}, nc = 0, conflict = {}, hl = {};
+    o.conflicts.forEach(function (c) { conflict[c] = true; });
+    o.highlight.forEach(function (v) { hl[v] = true; });
+    var tbl = el("table", {"class": "orders"}), head = el("tr");
+    head.appendChild(el("th", {}, "op \\ offset"));
+    o.offsets.forEach(function (off) { head.appendChild(el("th", {}, off)); });
+    tbl.appendChild(head);
+    var col = {};
+    o.offsets.forEach(function (off, i) { col[off] = i; });
+    o.rows.forEach(function (row) {
+      var tr = el("tr", {"class": "o-" + row.type + (row.named ? " named" : "")});
+      var th = el("th");
+      th.appendChild(opLink(row.index));
+      th.appendChild(el("span", {"class": "small muted"}, " p" + row.process + " " + row.f +
+                        (row.unplaced.length ? " " + row.unplaced.join(" ") + "@?" : "")));
+      tr.appendChild(th);
+      var cells = o.offsets.map(function () { return el("td"); });
+      row.cells.forEach(function (c) {
+        var td = cells[col[c[0]]];
+        td.textContent += (td.textContent ? " " : "") + c[1] + c[2];
+        if (conflict[c[0]]) {
+          if (!(c[2] in colors)) colors[c[2]] = PALETTE[nc++ % PALETTE.length];
+          td.style.background = colors[c[2]]; td.style.color = "#fff";
+        }
+        if (hl[c[2]]) td.className = "hl";
+        hoverTip(td, "op " + row.index + " (" + row.type + ") " + (c[1] === "w" ? "wrote " : "read ") +
+                 c[2] + " at offset " + c[0]);
+      });
+      cells.forEach(function (td) { tr.appendChild(td); });
+      tbl.appendChild(tr);
+    });
+    body.appendChild(tbl);
+    if (o.truncated_rows) body.appendChild(el("p", {"class": "muted small"},
+      o.truncated_rows + " more ops touch these offsets (not shown)."));
+  });
+}
+
+/* ---- cycles ---- */
+function cycleSvg(c) {
+  var n = c.nodes.length, R = Math.max(70, n * 22), W = 2 * R + 260, H = 2 * R + 60;
+  var s = svg("svg", {width: W, height: H, "class": "cycle"});
+  var defs = svg("defs"), m = svg("marker", {id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5,
+    markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse"});
+  m.appendChild(svg("path", {d: "M 0 0 L 10 5 L 0 10 z", fill: "#444"}));
+  defs.appendChild(m); s.appendChild(defs);
+  var pos = c.nodes.map(function (_, i) {
+    var a = -Math.PI / 2 + 2 * Math.PI * i / n;
+    return [W / 2 + R * Math.cos(a), H / 2 + R * Math.sin(a)];
+  });
+  c.edges.forEach(function (e) {
+    var p = pos[e.from], q = pos[e.to], dx = q[0] - p[0], dy = q[1] - p[1];
+    var len = Math.sqrt(dx * dx + dy * dy) || 1, k = 18 / len;
+    var line = svg("line", {x1: p[0] + dx * k, y1: p[1] + dy * k, x2: q[0] - dx * k,
+      y2: q[1] - dy * k, stroke: /realtime/.test(e.label) ? "#c62828" : "#444",
+      "stroke-width": 1.5, "marker-end": "url(#arrow)"});
+    s.appendChild(line);
+    var lbl = svg("text", {x: (p[0] + q[0]) / 2 + 4, y: (p[1] + q[1]) / 2 - 4}, e.label);
+    s.appendChild(lbl);
+    if (e.text) hoverTip(line, e.text);
+  });
+  c.nodes.forEach(function (nd, i) {
+    var g = svg("g", {"class": "node"});
+    g.appendChild(svg("circle", {cx: pos[i][0], cy: pos[i][1], r: 16,
+      fill: TYPE_COLORS[nd.type] || "#ddd", stroke: "#333"}));
+    g.appendChild(svg("text", {x: pos[i][0] - 12, y: pos[i][1] + 4}, "T" + (i + 1)));
+    g.appendChild(svg("text", {x: pos[i][0] + 20, y: pos[i][1] + 4},
+      "op " + nd.index + " p" + nd.process));
+    hoverTip(g, "T" + (i + 1) + " = op " + nd.index + " " + nd.f + " " + nd.type + " " + nd.value);
+    g.addEventListener("click", function () { showOp(nd.index); });
+    s.appendChild(g);
+  });
+  return s;
+}
+
+function initCycles() {
+  var body = document.getElementById("cycles-body");
+  if (!D.cycles.length) { body.appendChild(el("p", {}, "The checker reported no cycles.")); return; }
+  D.cycles.forEach(function (c) {
+    var box = el("div", {"class": "cycle-box"});
+    box.appendChild(el("h3", {}, c.kind));
+    box.appendChild(el("p", {}, c.explanation));
+    box.appendChild(cycleSvg(c));
+    body.appendChild(box);
+  });
+}
+
+/* ---- linearizability: Porcupine-style timeline of a -realtime cycle ---- */
+function realtimeSvg(c) {
+  var procs = [], lane = {};
+  c.nodes.forEach(function (nd) {
+    if (!(nd.process in lane)) { lane[nd.process] = procs.length; procs.push(nd.process); }
+  });
+  var times = [];
+  c.nodes.forEach(function (nd) { if (nd.t0 !== null) times.push(nd.t0); if (nd.t1 !== null) times.push(nd.t1); });
+  var lo = Math.min.apply(null, times), hi = Math.max.apply(null, times);
+  if (!(hi > lo)) hi = lo + 1e-3;
+  var W = 1000, L = 90, LH = 34, H = procs.length * LH + 40;
+  var sx = function (t) { return L + (t - lo) / (hi - lo) * (W - L - 20); };
+  var s = svg("svg", {width: W, height: H, "class": "porcupine"});
+  procs.forEach(function (p, i) {
+    s.appendChild(svg("text", {x: 4, y: i * LH + 26}, "process " + p));
+    s.appendChild(svg("line", {x1: L, x2: W - 20, y1: i * LH + 34, y2: i * LH + 34, stroke: "#eee"}));
+  });
+  var mid = c.nodes.map(function (nd) {
+    var t1 = nd.t1 === null ? hi : nd.t1, y = lane[nd.process] * LH + 10;
+    var g = svg("g"), x = sx(nd.t0 === null ? lo : nd.t0), w = Math.max(3, sx(t1) - x);
+    g.appendChild(svg("rect", {x: x, y: y, width: w, height: 20, rx: 3,
+      fill: TYPE_COLORS[nd.type] || "#ddd", stroke: "#333"}));
+    g.appendChild(svg("text", {x: x + 3, y: y + 14}, "op " + nd.index + " " + nd.f));
+    hoverTip(g, "op " + nd.index + " " + nd.f + " " + nd.type + " [" + nd.t0 + "s, " + nd.t1 + "s] " + nd.value);
+    g.addEventListener("click", function () { showOp(nd.index); });
+    s.appendChild(g);
+    return [x + w / 2, y + 10];
+  });
+  c.edges.forEach(function (e) {
+    var p = mid[e.from], q = mid[e.to];
+    s.appendChild(svg("path", {d: "M" + p[0] + "," + p[1] + " Q" + (p[0] + q[0]) / 2 + "," +
+      (Math.min(p[1], q[1]) - 24) + " " + q[0] + "," + q[1], fill: "none",
+      stroke: /realtime/.test(e.label) ? "#c62828" : "#555", "stroke-dasharray": "4 3"}));
+  });
+  s.appendChild(svg("text", {x: L, y: H - 4}, lo.toFixed(4) + " s"));
+  s.appendChild(svg("text", {x: W - 90, y: H - 4}, hi.toFixed(4) + " s"));
+  return s;
+}
+
+function initLinear() {
+  var body = document.getElementById("linear-body"), lin = D.linear;
+  if (!lin.checked) body.appendChild(el("p", {"class": "muted"},
+    "The checker's results do not include real-time cycle kinds; no real-time order was checked."));
+  var tbl = el("table", {id: "linear-table"});
+  tbl.appendChild(el("tr")).append(el("th", {}, "key"), el("th", {}, "partition"), el("th", {}, "real-time order"));
+  lin.keys.forEach(function (k) {
+    var tr = el("tr");
+    tr.appendChild(el("td", {}, k.key)); tr.appendChild(el("td", {}, k.label));
+    tr.appendChild(el("td", {}, k.violations.length ? k.violations.length + " violation(s)" :
+      (lin.checked ? "respected" : "not checked")));
+    if (k.violations.length) tr.className = "hl";
+    tbl.appendChild(tr);
+  });
+  body.appendChild(tbl);
+  var shown = {};
+  lin.keys.forEach(function (k) { k.violations.forEach(function (i) { shown[i] = true; }); });
+  lin.unplaced.forEach(function (i) { shown[i] = true; });
+  Object.keys(shown).forEach(function (i) {
+    var c = D.cycles[i];
+    body.appendChild(el("h3", {}, c.kind + " through keys " + (c.keys.join(", ") || "?")));
+    body.appendChild(el("p", {}, c.explanation));
+    body.appendChild(realtimeSvg(c));
+  });
+}
+
+/* ---- timeline per process ---- */
+function initTimeline() {
+  var body = document.getElementById("timeline-body");
+  var procs = {}, names = [];
+  for (var r = 0; r < NROWS; r++) if (!(T.process[r] in procs)) { procs[T.process[r]] = 0; names.push(T.process[r]); }
+  names.sort(function (a, b) { return (+a) - (+b) || (a < b ? -1 : a > b ? 1 : 0); });
+  names.forEach(function (p, i) { procs[p] = i; });
+  var LH = 12, L = 60, W = 1100, H = Math.max(40, names.length * LH + 30), end = D.end || 1;
+  var cv = el("canvas", {width: W, height: H, id: "timeline-canvas"});
+  body.appendChild(cv);
+  cv.dataset.points = NROWS;
+  var ctx = cv.getContext("2d"), sx = function (t) { return L + t / end * (W - L - 10); };
+  ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, W, H);
+  D.faults.forEach(function (b) {
+    ctx.fillStyle = BAND_COLORS[b.kind] || BAND_COLORS.other; ctx.globalAlpha = 0.6;
+    ctx.fillRect(sx(b.start), 0, Math.max(1, sx(b.end === null ? end : b.end) - sx(b.start)), H - 20);
+    ctx.globalAlpha = 1;
+  });
+  ctx.font = "10px sans-serif";
+  names.forEach(function (p, i) { ctx.fillStyle = "#333"; ctx.fillText("p" + p, 2, i * LH + 10); });
+  for (r = 0; r < NROWS; r++) {
+    var x0 = sx(T.t0[r]), x1 = sx(T.t1[r] === null ? end : T.t1[r]);
+    ctx.fillStyle = TYPE_COLORS[T.type[r]] || "#999";
+    ctx.fillRect(x0, procs[T.process[r]] * LH + 2, Math.max(1, x1 - x0), LH - 3);
+  }
+  ctx.fillStyle = "#333";
+  niceTicks(0, end, 10).forEach(function (v) { ctx.fillText(fmt(v) + "s", sx(v), H - 6); });
+  cv.addEventListener("click", function (ev) {
+    var rect = cv.getBoundingClientRect(), scale = W / rect.width;
+    var x = (ev.clientX - rect.left) * scale, lane = Math.floor((ev.clientY - rect.top) * scale / LH);
+    var t = (x - L) / (W - L - 10) * end, best = -1, bestd = Infinity;
+    for (var r = 0; r < NROWS; r++) {
+      if (procs[T.process[r]] !== lane) continue;
+      var t1 = T.t1[r] === null ? end : T.t1[r];
+      var d = t < T.t0[r] ? T.t0[r] - t : (t > t1 ? t - t1 : 0);
+      if (d < bestd) { bestd = d; best = r; }
+    }
+    if (best >= 0) showOp(T.invoke[best] >= 0 ? T.invoke[best] : T.complete[best]);
+  });
+  if (D.faults.length) {
+    var legend = el("div", {"class": "legend"});
+    D.faults.forEach(function (b) {
+      legend.appendChild(el("span", {}, b.f + " " + fmt(b.start) + "–" + (b.end === null ? "end" : fmt(b.end)) + "s " + b.value));
+    });
+    body.appendChild(legend);
+  }
+}
+
+/* ---- plots ---- */
+function initPlots() {
+  var perf = document.getElementById("perf-body");
+  plot(perf, {title: "Latency, raw (downsampled: each bucket's fastest and slowest op)",
+    series: D.latency_raw, bands: D.faults, xmax: D.end, xlabel: "time (s)",
+    ylabel: "latency (ms)", logy: true, empty: "no completed operations"});
+  plot(perf, {title: "Latency quantiles (ok ops)", series: D.latency_quantiles, bands: D.faults,
+    xmax: D.end, mode: "lines", xlabel: "time (s)", ylabel: "latency (ms)", logy: true,
+    empty: "no ok operations"});
+  plot(perf, {title: "Throughput", series: D.throughput, bands: D.faults, xmax: D.end,
+    mode: "lines", xlabel: "time (s)", ylabel: "ops/s", empty: "no completed operations"});
+  var un = document.getElementById("unseen-body");
+  plot(un, {title: "Unseen messages (acknowledged, not yet polled by anyone)", series: D.unseen.series,
+    bands: D.faults, xmax: D.end, mode: "lines", xlabel: "time (s)", ylabel: "messages",
+    empty: "the checker gave no unseen series"});
+  plot(un, {title: "Realtime lag", series: D.lag.series, bands: D.faults, xmax: D.end,
+    mode: "lines", xlabel: "time (s)", ylabel: "lag (s)", empty: "the checker gave no lag series"});
+}
+
+/* ---- broker logs and stats ---- */
+function initNodes() {
+  var body = document.getElementById("nodes-body"), n = D.nodes;
+  if (!n.present) { body.appendChild(el("p", {}, "No node logs were collected for this run (no nodes/ folder).")); return; }
+  body.appendChild(el("p", {}, n.events.length + " event lines from " + n.nodes.length + " node(s)" +
+    (n.truncated ? " (capped)" : "") + "."));
+  var tbl = el("table", {id: "nodes-table"});
+  tbl.appendChild(el("tr")).append(el("th", {}, "node"), el("th", {}, "kind"), el("th", {}, "time"), el("th", {}, "line"));
+  n.events.forEach(function (e) {
+    var tr = el("tr");
+    tr.append(el("td", {}, e.node), el("td", {}, e["class"]), el("td", {}, e.time || ""),
+      el("td", {"class": "val", title: e.file + ":" + e.line}, e.text));
+    tbl.appendChild(tr);
+  });
+  body.appendChild(tbl);
+}
+
+function initStats() {
+  var body = document.getElementById("stats-body"), tbl = el("table");
+  var add = function (k, v) { var tr = el("tr"); tr.append(el("th", {}, k), el("td", {"class": "val"}, v)); tbl.appendChild(tr); };
+  Object.keys(D.stats).forEach(function (k) { add(k, D.stats[k]); });
+  Object.keys(D.timings).forEach(function (k) { add("time: " + k, JSON.stringify(D.timings[k])); });
+  body.appendChild(tbl.children.length ? tbl : el("p", {"class": "muted"}, "None."));
+}
+
+[initHistory, initAnomalies, initOrders, initCycles, initLinear, initTimeline, initPlots,
+ initNodes, initStats].forEach(function (f) { f(); });
+document.body.dataset.ready = "1";
