@@ -1,0 +1,5 @@
+import sys
+
+from broker.main import main
+
+sys.exit(main())

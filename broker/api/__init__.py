@@ -1,0 +1,1 @@
+"""One handler module per API family; see ``broker.api.registry``."""

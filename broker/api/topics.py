@@ -1,0 +1,72 @@
+"""CreateTopics and DeleteTopics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.api.registry import RequestContext, api
+from broker.config import topic_config
+from broker.errors import ErrorCode, KafkaError
+from broker.server.topics import check_topic_name
+
+
+@api(19, 2, 5)
+async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    manager = ctx.broker.replica_manager
+    results = []
+    for wanted in request.topics:
+        configs = {c.name: c.value for c in wanted.configs}
+        result: dict[str, Any] = {
+            "name": wanted.name,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+        }
+        try:
+            if wanted.assignments:
+                raise KafkaError(
+                    ErrorCode.invalid_request, "manual replica assignments are not supported"
+                )
+            check_topic_name(wanted.name)
+            topic = manager.create_topic(
+                wanted.name,
+                wanted.num_partitions,
+                wanted.replication_factor,
+                configs,
+                request.validate_only,
+            )
+            effective = topic_config(ctx.broker.config, configs)
+            result.update(
+                num_partitions=len(topic.partitions) or wanted.num_partitions,
+                replication_factor=len(topic.partitions[0].replicas)
+                if topic.partitions
+                else wanted.replication_factor,
+                configs=[
+                    {
+                        "name": k,
+                        "value": str(v).lower() if isinstance(v, bool) else str(v),
+                        "read_only": False,
+                        "config_source": 1 if k in configs else 5,
+                        "is_sensitive": False,
+                    }
+                    for k, v in effective.items()
+                ],
+            )
+        except KafkaError as e:
+            result.update(
+                error_code=e.code, error_message=e.message, num_partitions=-1, replication_factor=-1
+            )
+        results.append(result)
+    return {"throttle_time": 0, "topics": results}
+
+
+@api(20, 1, 4)
+async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    results = []
+    for name in request.topic_names:
+        code = ErrorCode.none
+        try:
+            ctx.broker.replica_manager.delete_topic(name)
+        except KafkaError as e:
+            code = e.code
+        results.append({"name": name, "error_code": code, "error_message": None})
+    return {"throttle_time": 0, "responses": results}

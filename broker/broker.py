@@ -1,0 +1,105 @@
+"""The broker process: wires storage, the ReplicaManager, API handlers,
+services (coordinators) and the socket server, and runs the periodic
+flush and retention tasks until SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from typing import Any
+
+from broker.api.registry import SERVICES, load_handlers
+from broker.config import BrokerConfig
+from broker.log.ledger import FsyncLedger
+from broker.network.server import SocketServer
+from broker.server.replica_manager import ReplicaManager
+from broker.server.topics import TopicStore
+
+log = logging.getLogger(__name__)
+CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.handlers = load_handlers()
+        self.ledger = FsyncLedger(config.data_dir)
+        self.topics = TopicStore(config.data_dir, self.ledger)
+        self.replica_manager = ReplicaManager(config, self.ledger, self.topics)
+        self.services: dict[str, Any] = {}
+        self.server = SocketServer(self)
+        self.port = config.port
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = asyncio.Event()
+
+    @property
+    def host(self) -> str:
+        return self.config.advertised_host
+
+    def api_version_entries(self) -> list[dict[str, int]]:
+        return [
+            {"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version}
+            for s in sorted(self.handlers.values(), key=lambda s: s.api_key)
+        ]
+
+    async def start(self) -> None:
+        marker = self.config.data_dir / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        marker.unlink(missing_ok=True)
+        self.replica_manager.open_all(clean)
+        for name, factory in SERVICES.items():
+            self.services[name] = factory(self)
+            await self.services[name].start()
+        self.port = await self.server.start(self.config.host, self.config.port)
+        self._tasks = [
+            asyncio.create_task(
+                self._every(
+                    self.config["log.flush.scheduler.interval.ms"], self.replica_manager.flush_stale
+                )
+            ),
+            asyncio.create_task(
+                self._every(
+                    self.config["log.retention.check.interval.ms"],
+                    self.replica_manager.apply_retention,
+                )
+            ),
+        ]
+
+    async def _every(self, interval_ms: int, action: Any) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                action()
+            except Exception:
+                log.exception("periodic task %s failed", getattr(action, "__name__", action))
+
+    async def stop(self) -> None:
+        """Clean shutdown: stop listening, stop services, flush and close logs."""
+        await self.server.stop()
+        for task in self._tasks:
+            task.cancel()
+        for service in reversed(list(self.services.values())):
+            with contextlib.suppress(Exception):
+                await service.stop()
+        self.replica_manager.close()
+        (self.config.data_dir / CLEAN_SHUTDOWN_FILE).touch()
+        self.ledger.close()
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+
+    async def run_until_stopped(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        await self.start()
+        ready = f"jepka broker ready node_id={self.node_id} listen={self.config.host}:{self.port}"
+        log.info(ready)
+        print(ready, flush=True)
+        await self._stopping.wait()
+        log.info("shutting down")
+        await self.stop()
+        log.info("stopped")

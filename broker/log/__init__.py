@@ -1,0 +1,2 @@
+"""Durable partition logs: segments, sparse offset indexes, the aborted-transaction
+index, producer state, recovery and retention (Kafka's ``kafka.log``)."""

@@ -1,0 +1,163 @@
+"""Record batch v2 headers: the only part of a batch the broker must understand.
+
+The broker stores batches exactly as clients sent them (compressed or not);
+assigning offsets only rewrites the base offset and partition leader epoch,
+which lie outside the CRC. Records themselves are decoded only where Kafka
+does too: control records (transaction markers) and timestamp lookups, both
+through ``kafka.record``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from crc32c import crc32c
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+LOG_OVERHEAD = 12  # base offset + length: what precedes the "length" bytes
+CRC_START = 21  # the CRC covers attributes onwards
+PARTITION_LEADER_EPOCH_AT = 12
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+INT32_MAX = 2**31 - 1
+
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+class CorruptBatch(ValueError):
+    """Bytes that are not a valid v2 record batch."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    base_offset: int
+    length: int
+    leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    first_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        return self.length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % (INT32_MAX + 1)
+
+
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    if len(buf) - pos < HEADER_SIZE:
+        raise CorruptBatch(f"batch header truncated at byte {pos}")
+    return BatchHeader(*HEADER.unpack_from(buf, pos))
+
+
+def check_batch(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> None:
+    """Validates magic, sizes and CRC of the batch at ``pos``; raises ``CorruptBatch``."""
+    if header.magic != 2:
+        raise CorruptBatch(f"unsupported record batch magic {header.magic} at byte {pos}")
+    if header.length < MIN_BATCH_LENGTH:
+        raise CorruptBatch(f"record batch length {header.length} too small at byte {pos}")
+    end = pos + header.size
+    if end > len(buf):
+        raise CorruptBatch(f"record batch at byte {pos} runs past the end ({end} > {len(buf)})")
+    if header.last_offset_delta < 0 or header.record_count < 0:
+        raise CorruptBatch(f"negative record count or offset delta at byte {pos}")
+    if crc32c(memoryview(buf)[pos + CRC_START : end]) != header.crc:
+        raise CorruptBatch(f"record batch CRC mismatch at byte {pos}")
+
+
+def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:
+    """Yields ``(position, header)`` of each valid batch; raises ``CorruptBatch`` at the
+    first bad one, so callers decide whether that is a torn tail or a bad request."""
+    pos = 0
+    while pos < len(buf):
+        header = parse_header(buf, pos)
+        check_batch(buf, pos, header)
+        yield pos, header
+        pos += header.size
+
+
+def stamp(buf: bytearray, pos: int, base_offset: int, leader_epoch: int) -> None:
+    """Assigns a batch its offsets and leader epoch in place (outside the CRC)."""
+    struct.pack_into(">q", buf, pos, base_offset)
+    struct.pack_into(">i", buf, pos + PARTITION_LEADER_EPOCH_AT, leader_epoch)
+
+
+def control_batch(
+    producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, timestamp_ms: int
+) -> bytearray:
+    """A transaction marker: one control record, key (version 0, type), value
+    (version 0, coordinator epoch), as Kafka's ``EndTransactionMarker`` writes it."""
+    builder = DefaultRecordBatchBuilder(2, 0, True, producer_id, producer_epoch, NO_SEQUENCE, 2**20)
+    key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    builder.append(0, timestamp_ms, key, value, [])
+    buf = builder.build()
+    attributes = struct.unpack_from(">h", buf, CRC_START)[0] | CONTROL_MASK
+    struct.pack_into(">h", buf, CRC_START, attributes)
+    struct.pack_into(">I", buf, CRC_START - 4, crc32c(memoryview(buf)[CRC_START:]))
+    return buf
+
+
+def control_type(batch: bytes) -> int:
+    """The marker type (``CONTROL_COMMIT``/``CONTROL_ABORT``) of a control batch."""
+    for record in DefaultRecordBatch(bytes(batch)):
+        key = record.key
+        if key is None or len(key) < 4:
+            raise CorruptBatch("control record without a valid key")
+        return struct.unpack_from(">hh", key)[1]
+    raise CorruptBatch("control batch without records")
+
+
+def first_offset_at_or_after(batch: bytes, timestamp_ms: int) -> tuple[int, int] | None:
+    """``(offset, timestamp)`` of the batch's first record stamped at or after
+    ``timestamp_ms``, decoding (and decompressing) the records."""
+    for record in DefaultRecordBatch(bytes(batch)):
+        if record.timestamp >= timestamp_ms:
+            return record.offset, record.timestamp
+    return None

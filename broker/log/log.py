@@ -1,0 +1,355 @@
+"""A partition's log: an ordered list of segments plus producer state (Kafka's
+``UnifiedLog``, the storage half only: high watermarks and replication live in
+``broker.server.partition``).
+
+Recovery at start: after an unclean shutdown every segment is re-read with CRC
+checks, a torn tail is cut, any segment after a damaged or shortened one is
+dropped (its base offset no longer follows), indexes are rebuilt, and producer
+state is restored from the newest snapshot plus a replay of the log after it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from broker.errors import ErrorCode, KafkaError
+from broker.log.batch import (
+    BatchHeader,
+    CorruptBatch,
+    control_batch,
+    control_type,
+    first_offset_at_or_after,
+    iter_batches,
+    stamp,
+)
+from broker.log.ledger import FsyncLedger, fsync_dir
+from broker.log.producer_state import CompletedTxn, ProducerStateManager
+from broker.log.segment import LogSegment
+from broker.log.txn_index import AbortedTxn
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    first_offset: int
+    last_offset: int
+    duplicate: bool = False
+
+
+class Log:
+    def __init__(self, directory: Path, config: dict[str, Any], ledger: FsyncLedger) -> None:
+        self.directory = directory
+        self.config = config
+        self.ledger = ledger
+        self.segments: list[LogSegment] = []
+        self.producer_state = ProducerStateManager(directory, ledger)
+        self.recovery_point = 0  # everything below is fsynced
+        self._unflushed_messages = 0
+        self._last_flush = time.monotonic()
+
+    # -- opening -------------------------------------------------------------
+    @classmethod
+    def open(cls, directory: Path, config: dict[str, Any], ledger: FsyncLedger, clean: bool) -> Log:
+        created = not directory.exists()
+        directory.mkdir(parents=True, exist_ok=True)
+        if created:
+            fsync_dir(directory.parent)
+        self = cls(directory, config, ledger)
+        self._load(clean)
+        return self
+
+    def _load(self, clean: bool) -> None:
+        for stray in self.directory.glob("*.tmp"):
+            stray.unlink()
+        bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
+        for base in bases:
+            segment = LogSegment(
+                self.directory, base, self.config["index.interval.bytes"], self.ledger
+            )
+            if self.segments and base != self.segments[-1].next_offset:
+                log.warning(
+                    "%s: segment %d does not follow offset %d; dropped",
+                    self.directory,
+                    base,
+                    self.next_offset,
+                )
+                segment.delete()
+                continue
+            error = segment.load(validate=not clean)
+            self.segments.append(segment)
+            if error is not None:
+                log.warning("%s: truncated a damaged tail: %s", self.directory, error)
+        if not self.segments:
+            self.segments.append(self._new_segment(0))
+        self.recovery_point = self.next_offset
+        self._rebuild_producer_state()
+
+    def _new_segment(self, base: int) -> LogSegment:
+        segment = LogSegment(self.directory, base, self.config["index.interval.bytes"], self.ledger)
+        fsync_dir(self.directory)
+        return segment
+
+    def _rebuild_producer_state(self) -> None:
+        """Newest snapshot, then replay of the log after it (rebuilding aborted-txn entries)."""
+        state = self.producer_state
+        state.load_latest(below=self.next_offset)
+        if state.map_end_offset < self.log_start_offset:
+            state.producers.clear()
+            state.map_end_offset = self.log_start_offset
+        for segment, pos, header in self._headers_from(state.map_end_offset):
+            kind = control_type(segment.read_at(pos, header.size)) if header.is_control else None
+            self._apply(header, kind, segment)
+
+    def _headers_from(self, offset: int):
+        for segment in self.segments[self._segment_index(offset) :]:
+            for pos, header in segment.iter_headers(0):
+                if header.last_offset >= offset:
+                    yield segment, pos, header
+
+    # -- offsets -------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self.segments[0].base_offset
+
+    @property
+    def next_offset(self) -> int:
+        """The log end offset (LEO)."""
+        return self.segments[-1].next_offset
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def _segment_index(self, offset: int) -> int:
+        i = bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1
+        return max(i, 0)
+
+    # -- appends -------------------------------------------------------------
+    def append(self, data: bytearray, leader_epoch: int, from_client: bool = True) -> AppendResult:
+        """Validates and appends a producer's batches; returns their offsets.
+
+        A batch that repeats one of its producer's last five is not written
+        again: the original offsets are returned, as Kafka does.
+        """
+        try:
+            batches = list(iter_batches(data))
+        except CorruptBatch as e:
+            raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
+        if not batches:
+            raise KafkaError(ErrorCode.invalid_record, "no record batch in the request")
+        for _, header in batches:
+            if header.size > self.config["max.message.bytes"]:
+                raise KafkaError(ErrorCode.message_too_large, f"batch of {header.size} bytes")
+            if header.size > self.config["segment.bytes"]:
+                raise KafkaError(ErrorCode.record_list_too_large, f"batch of {header.size} bytes")
+            if from_client and header.is_control:
+                raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
+        if any(h.has_producer_id for _, h in batches):
+            if len(batches) != 1:
+                raise KafkaError(
+                    ErrorCode.invalid_record, "an idempotent produce must carry exactly one batch"
+                )
+            duplicate = self.producer_state.check_append(batches[0][1], from_client)
+            if duplicate is not None:
+                return AppendResult(duplicate.first_offset, duplicate.last_offset, duplicate=True)
+        offset = self.next_offset
+        stamped: list[tuple[int, BatchHeader]] = []
+        for pos, header in batches:
+            stamp(data, pos, offset, leader_epoch)
+            stamped.append((pos, replace(header, base_offset=offset, leader_epoch=leader_epoch)))
+            offset = stamped[-1][1].next_offset
+        segment = self._segment_for(len(data))
+        segment.append(data, stamped)
+        for _, header in stamped:
+            self._apply(header, None, segment)
+        self._unflushed_messages += sum(h.record_count for _, h in stamped)
+        self._flush_if_due()
+        return AppendResult(stamped[0][1].base_offset, stamped[-1][1].last_offset)
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        leader_epoch: int,
+    ) -> int:
+        """Appends a COMMIT or ABORT control batch ending the producer's transaction
+        here; returns its offset. Raises PRODUCER_FENCED for an older producer epoch
+        and TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch."""
+        self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        data = control_batch(
+            producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000)
+        )
+        ((pos, header),) = iter_batches(data)
+        offset = self.next_offset
+        stamp(data, pos, offset, leader_epoch)
+        header = replace(header, base_offset=offset, leader_epoch=leader_epoch)
+        segment = self._segment_for(len(data))
+        segment.append(data, [(pos, header)])
+        self._apply(header, 1 if commit else 0, segment)
+        self.producer_state.set_coordinator_epoch(producer_id, coordinator_epoch)
+        self._unflushed_messages += 1
+        self._flush_if_due()
+        return offset
+
+    def _apply(self, header: BatchHeader, kind: int | None, segment: LogSegment) -> None:
+        completed = self.producer_state.update(header, kind)
+        if completed is not None and completed.aborted:
+            segment.txn_index.append(self._aborted_entry(completed))
+
+    def _aborted_entry(self, txn: CompletedTxn) -> AbortedTxn:
+        unstable = self.producer_state.first_unstable_offset()
+        lso = unstable if unstable is not None else txn.last_offset + 1
+        return AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
+
+    def _segment_for(self, size: int) -> LogSegment:
+        active = self.segments[-1]
+        full = active.size + size > self.config["segment.bytes"]
+        old = time.time() - active.created_at > self.config["segment.ms"] / 1000
+        if active.size > 0 and (full or old):
+            self.roll()
+        return self.segments[-1]
+
+    def roll(self) -> None:
+        """Starts a new segment at the LEO; the old one is flushed and producer
+        state snapshotted, as Kafka does on roll."""
+        self.flush()
+        self.producer_state.take_snapshot()
+        self.segments.append(self._new_segment(self.next_offset))
+
+    # -- durability ------------------------------------------------------------
+    def _flush_if_due(self) -> None:
+        if self._unflushed_messages >= self.config["flush.messages"]:
+            self.flush()
+
+    def flush_if_stale(self) -> None:
+        """Called periodically: enforces ``flush.ms``."""
+        if (
+            self._unflushed_messages
+            and (time.monotonic() - self._last_flush) * 1000 >= self.config["flush.ms"]
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """fsyncs every segment holding data past the recovery point."""
+        for segment in self.segments[self._segment_index(self.recovery_point) :]:
+            segment.flush()
+        self.recovery_point = self.next_offset
+        self._unflushed_messages = 0
+        self._last_flush = time.monotonic()
+
+    def close(self) -> None:
+        """Clean shutdown: flush, snapshot producer state, close files."""
+        self.flush()
+        self.producer_state.take_snapshot()
+        for segment in self.segments:
+            segment.close()
+
+    def delete(self) -> None:
+        for segment in self.segments:
+            segment.delete()
+        for path in self.directory.iterdir():
+            path.unlink()
+        self.directory.rmdir()
+        fsync_dir(self.directory.parent)
+
+    # -- reads -----------------------------------------------------------------
+    def check_offset(self, offset: int) -> None:
+        if offset < self.log_start_offset or offset > self.next_offset:
+            raise KafkaError(
+                ErrorCode.offset_out_of_range,
+                f"offset {offset} outside [{self.log_start_offset}, {self.next_offset}]",
+            )
+
+    def read(self, offset: int, max_bytes: int, upper: int, min_one: bool = True) -> bytes:
+        """Whole batches from ``offset`` below ``upper``; OFFSET_OUT_OF_RANGE outside the log."""
+        self.check_offset(offset)
+        for segment in self.segments[self._segment_index(offset) :]:
+            data = segment.read(offset, max_bytes, upper, min_one)
+            if data or segment.next_offset >= upper:
+                return data
+        return b""
+
+    def read_batches(self, offset: int, upper: int):
+        """Yields the raw bytes of each batch from ``offset`` below ``upper``
+        (for coordinators loading an internal topic)."""
+        for segment, pos, header in self._headers_from(max(offset, self.log_start_offset)):
+            if header.base_offset >= upper:
+                return
+            yield header, segment.read_at(pos, header.size)
+
+    def aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping ``[start, upper)`` for read_committed fetches."""
+        return [
+            txn
+            for segment in self.segments
+            for txn in segment.txn_index.entries
+            if txn.last_offset >= start and txn.first_offset < upper
+        ]
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record stamped at or after ``timestamp_ms``."""
+        for segment in self.segments:
+            if segment.max_timestamp < timestamp_ms:
+                continue
+            for pos, header in segment.iter_headers(0):
+                if header.max_timestamp >= timestamp_ms and not header.is_control:
+                    found = first_offset_at_or_after(
+                        segment.read_at(pos, header.size), timestamp_ms
+                    )
+                    if found is not None:
+                        return found
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the batch with the largest timestamp (ListOffsets -3)."""
+        best: tuple[int, int] | None = None
+        for _, _, header in self._headers_from(self.log_start_offset):
+            if not header.is_control and (best is None or header.max_timestamp > best[1]):
+                best = (header.last_offset, header.max_timestamp)
+        return best
+
+    # -- retention and truncation ---------------------------------------------
+    def apply_retention(self, now_ms: int, upper: int) -> int:
+        """Deletes whole old segments past ``retention.ms``/``retention.bytes``
+        (never the active one, never data at or above ``upper``, the high
+        watermark); returns how many were deleted."""
+        if "delete" not in self.config["cleanup.policy"]:
+            return 0
+        retention_ms, retention_bytes = self.config["retention.ms"], self.config["retention.bytes"]
+        deleted = 0
+        total = self.size
+        while len(self.segments) > 1 and self.segments[1].base_offset <= upper:
+            oldest = self.segments[0]
+            expired = retention_ms >= 0 and 0 <= oldest.max_timestamp < now_ms - retention_ms
+            oversize = retention_bytes >= 0 and total - oldest.size >= retention_bytes
+            if not (expired or oversize):
+                break
+            total -= oldest.size
+            self.segments.pop(0).delete()
+            deleted += 1
+        if deleted:
+            fsync_dir(self.directory)
+        return deleted
+
+    def truncate_to(self, offset: int) -> None:
+        """Removes every batch at or after ``offset`` (for replication's truncation)."""
+        if offset >= self.next_offset:
+            return
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop().delete()
+        if self.segments[0].base_offset >= offset:
+            self.segments.pop().delete()
+            self.segments.append(self._new_segment(offset))
+        else:
+            self.segments[-1].truncate_to(offset)
+        self.recovery_point = min(self.recovery_point, offset)
+        self.producer_state.truncate_and_reload(offset)
+        self._rebuild_producer_state()

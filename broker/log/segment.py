@@ -1,0 +1,174 @@
+"""One log segment: ``<base offset>.log`` with its ``.index`` and ``.txnindex``.
+
+Files are named by the 20-digit base offset, as in Kafka, so an operator's
+tools (and the power-loss fault) can read the layout without the broker.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from broker.log.batch import HEADER_SIZE, BatchHeader, CorruptBatch, check_batch, parse_header
+from broker.log.index import CorruptIndex, OffsetIndex
+from broker.log.ledger import FsyncLedger
+from broker.log.txn_index import TransactionIndex
+
+READ_CHUNK = 1 << 20
+
+
+def file_stem(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+class LogSegment:
+    def __init__(
+        self, directory: Path, base_offset: int, index_interval: int, ledger: FsyncLedger
+    ) -> None:
+        self.base_offset = base_offset
+        self.path = directory / f"{file_stem(base_offset)}.log"
+        self.ledger = ledger
+        self.index_interval = index_interval
+        created = not self.path.exists()
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.index = OffsetIndex(directory / f"{file_stem(base_offset)}.index", base_offset)
+        self.txn_index = TransactionIndex(directory / f"{file_stem(base_offset)}.txnindex")
+        if created:
+            for path in (self.path, self.index.path, self.txn_index.path):
+                ledger.record(path, 0)
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.created_at = time.time()
+        self._bytes_since_index = 0
+
+    # -- loading and recovery ------------------------------------------------
+    def load(self, validate: bool) -> CorruptBatch | None:
+        """Scans the segment to learn its end offset and largest timestamp.
+
+        With ``validate`` every batch's CRC is checked and the index rebuilt;
+        on the first bad batch the file is cut there (a torn write) and the
+        error returned. Without it, the index is trusted unless it is corrupt.
+        """
+        self.txn_index.load()
+        if not validate:
+            try:
+                self.index.load(self.size)
+            except CorruptIndex:
+                validate = True
+        if validate:
+            self.index.reset()
+            self._bytes_since_index = 0
+        error = None
+        end = 0
+        try:
+            for pos, header in self.iter_headers(0, validate=validate):
+                if validate:
+                    self._maybe_index(header, pos)
+                self._note(header)
+                end = pos + header.size
+        except CorruptBatch as e:
+            error = e
+        if end != self.size:
+            self.truncate_to_position(end)
+        return error
+
+    def iter_headers(self, start: int, validate: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+        """Yields ``(position, header)`` from byte ``start``; raises ``CorruptBatch``
+        at a torn or bad batch. With ``validate``, CRCs are checked too."""
+        pos = start
+        buf = b""
+        buf_start = pos
+        while pos < self.size:
+            need = HEADER_SIZE
+            if pos + need > buf_start + len(buf):
+                buf_start, buf = pos, os.pread(self._fd, READ_CHUNK, pos)
+            header = parse_header(buf, pos - buf_start)
+            if header.length < HEADER_SIZE - 12 or pos + header.size > self.size:
+                raise CorruptBatch(f"{self.path}: torn or bad batch at byte {pos}")
+            if validate:
+                if pos + header.size > buf_start + len(buf):
+                    buf_start, buf = pos, os.pread(self._fd, max(READ_CHUNK, header.size), pos)
+                check_batch(buf, pos - buf_start, header)
+            yield pos, header
+            pos += header.size
+
+    # -- appends -------------------------------------------------------------
+    def append(self, data: bytes | bytearray, headers: list[tuple[int, BatchHeader]]) -> None:
+        """Appends already-stamped batches; ``headers`` give their relative positions."""
+        start = self.size
+        os.pwrite(self._fd, data, start)
+        self.size += len(data)
+        for pos, header in headers:
+            self._maybe_index(header, start + pos)
+            self._note(header)
+
+    def _maybe_index(self, header: BatchHeader, pos: int) -> None:
+        if self._bytes_since_index >= self.index_interval:
+            self.index.append(header.base_offset, pos)
+            self._bytes_since_index = 0
+        self._bytes_since_index += header.size
+
+    def _note(self, header: BatchHeader) -> None:
+        self.next_offset = header.next_offset
+        self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
+
+    # -- reads ---------------------------------------------------------------
+    def find(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """Position and header of the first batch containing an offset >= ``offset``."""
+        _, pos = self.index.lookup(offset)
+        for batch_pos, header in self.iter_headers(pos):
+            if header.last_offset >= offset:
+                return batch_pos, header
+        return None
+
+    def read(self, offset: int, max_bytes: int, upper: int, min_one: bool) -> bytes:
+        """Whole batches from the one holding ``offset``, stopping before ``upper``
+        (exclusive) or ``max_bytes`` (but at least one batch if ``min_one``)."""
+        found = self.find(offset)
+        if found is None:
+            return b""
+        start, _ = found
+        end = start
+        for pos, header in self.iter_headers(start):
+            if header.base_offset >= upper:
+                break
+            if pos + header.size - start > max_bytes and not (min_one and pos == start):
+                break
+            end = pos + header.size
+        return os.pread(self._fd, end - start, start) if end > start else b""
+
+    def read_at(self, pos: int, size: int) -> bytes:
+        return os.pread(self._fd, size, pos)
+
+    # -- truncation, flush, lifecycle -----------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Removes every batch at or after ``offset`` (a batch boundary)."""
+        found = self.find(offset)
+        if found is not None:
+            self.truncate_to_position(found[0])
+            self.next_offset = max(self.base_offset, offset)
+        self.txn_index.truncate_to(offset)
+
+    def truncate_to_position(self, pos: int) -> None:
+        os.ftruncate(self._fd, pos)
+        self.size = pos
+        self.index.truncate_to_position(pos)
+        self.ledger.fsync_fd(self._fd, self.path)
+
+    def flush(self) -> None:
+        self.ledger.fsync_fd(self._fd, self.path)
+        self.index.flush(self.ledger)
+        self.txn_index.flush(self.ledger)
+
+    def close(self) -> None:
+        os.close(self._fd)
+        self.index.close()
+        self.txn_index.close()
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.path, self.index.path, self.txn_index.path):
+            path.unlink(missing_ok=True)

@@ -1,0 +1,81 @@
+"""Command line of the broker process, shared by ``python -m broker`` and
+``jepka broker``: bad configuration exits 254 with one line, as Jepsen tools do."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from broker.config import BrokerConfig, ConfigError, load_config
+
+BAD_INPUT = 254
+CRASHED = 255
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--node-id", type=int, required=True, help="this broker's id")
+    parser.add_argument(
+        "--listen", required=True, metavar="HOST:PORT", help="address to listen on (port 0: any)"
+    )
+    parser.add_argument("--data-dir", type=Path, required=True, help="directory for logs and state")
+    parser.add_argument("--config", type=Path, help="a Kafka-style properties file")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key"
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> BrokerConfig:
+    """Validates arguments and prepares the data dir; raises ``ConfigError``."""
+    config = load_config(args.node_id, args.listen, args.data_dir, args.config, args.set)
+    try:
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--data-dir {config.data_dir}: {e}") from None
+    return config
+
+
+def run(config: BrokerConfig) -> int:
+    """Runs the broker until SIGTERM; logs go to ``<data-dir>/broker.log``."""
+    handler = logging.FileHandler(config.data_dir / "broker.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    from broker.broker import Broker
+
+    async def main() -> None:
+        try:
+            broker = Broker(config)
+        except ValueError as e:  # unreadable metadata in the data dir
+            raise ConfigError(str(e)) from None
+        await broker.run_until_stopped()
+
+    try:
+        asyncio.run(main())
+    except OSError as e:
+        raise ConfigError(f"cannot listen on {config.host}:{config.port}: {e}") from None
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m broker", description="jepka's reference Kafka broker"
+    )
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return BAD_INPUT if e.code else 0
+    try:
+        return run(config_from_args(args))
+    except ConfigError as e:
+        print(f"broker: {e}", file=sys.stderr)
+        return BAD_INPUT
+    except Exception as e:
+        logging.getLogger(__name__).exception("broker crashed")
+        print(f"broker: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return CRASHED

@@ -1,0 +1,1 @@
+"""Sockets: the asyncio server and per-connection request loop."""

@@ -1,0 +1,149 @@
+"""The socket server: one asyncio task per connection.
+
+Like Kafka's network layer, each connection has one request in process at a
+time and responses go out in request order; the socket is not read while a
+request is being handled, so a fast client is slowed by TCP back-pressure
+instead of growing the broker's memory. Frames larger than
+``socket.request.max.bytes`` or that cannot be parsed close the connection
+(logged); unsupported API versions are answered by ApiVersions with
+UNSUPPORTED_VERSION and otherwise close the connection, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from typing import TYPE_CHECKING
+
+from broker.api.registry import RequestContext
+from broker.errors import ErrorCode, KafkaError
+from broker.protocol.codec import (
+    API_VERSIONS_KEY,
+    DecodeError,
+    build_response,
+    decode_request,
+    encode_response,
+    peek_header,
+)
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger(__name__)
+SIZE = struct.Struct(">i")
+
+
+class ConnectionClosed(Exception):
+    pass
+
+
+class Connection:
+    def __init__(
+        self, broker: Broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.broker = broker
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.peer = f"{peer[0]}:{peer[1]}"
+
+    async def serve(self) -> None:
+        try:
+            while True:
+                frame = await self._read_frame()
+                response = await self._handle(frame)
+                if response is not None:
+                    self.writer.write(response)
+                    await self.writer.drain()
+        except (ConnectionClosed, asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("connection %s: unexpected error; closing", self.peer)
+        finally:
+            self.writer.close()
+
+    async def _read_frame(self) -> bytes:
+        (size,) = SIZE.unpack(await self.reader.readexactly(SIZE.size))
+        limit = self.broker.config["socket.request.max.bytes"]
+        if size < 0 or size > limit:
+            log.warning(
+                "connection %s: frame of %d bytes outside [0, %d]; closing", self.peer, size, limit
+            )
+            raise ConnectionClosed
+        return await self.reader.readexactly(size)
+
+    async def _handle(self, frame: bytes) -> bytes | None:
+        try:
+            api_key, version, correlation_id = peek_header(frame)
+        except DecodeError as e:
+            log.warning("connection %s: %s; closing", self.peer, e)
+            raise ConnectionClosed from None
+        spec = self.broker.handlers.get(api_key)
+        if spec is None or not spec.min_version <= version <= spec.max_version:
+            if api_key == API_VERSIONS_KEY:
+                return self._unsupported_api_versions(correlation_id)
+            log.warning(
+                "connection %s: unsupported API %d v%d; closing", self.peer, api_key, version
+            )
+            raise ConnectionClosed
+        try:
+            client_id, request = decode_request(frame, api_key, version)
+        except DecodeError as e:
+            log.warning("connection %s: %s; closing", self.peer, e)
+            raise ConnectionClosed from None
+        ctx = RequestContext(
+            self.broker, api_key, version, correlation_id, client_id, self.peer.rsplit(":", 1)[0]
+        )
+        try:
+            data = await spec.handle(ctx, request)
+        except KafkaError as e:
+            log.warning(
+                "connection %s: API %d v%d refused: %s; closing", self.peer, api_key, version, e
+            )
+            raise ConnectionClosed from None
+        if data is None:
+            return None
+        return encode_response(api_key, correlation_id, build_response(api_key, version, data))
+
+    def _unsupported_api_versions(self, correlation_id: int) -> bytes:
+        """ApiVersions v0 with UNSUPPORTED_VERSION and our ranges, so the client retries."""
+        data = {
+            "error_code": ErrorCode.unsupported_version,
+            "api_keys": self.broker.api_version_entries(),
+            "throttle_time": 0,
+        }
+        return encode_response(
+            API_VERSIONS_KEY, correlation_id, build_response(API_VERSIONS_KEY, 0, data)
+        )
+
+
+class SocketServer:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    async def start(self, host: str, port: int) -> int:
+        """Listens; returns the bound port (useful with port 0)."""
+        self.server = await asyncio.start_server(self._accept, host or None, port, limit=1 << 16)
+        return self.server.sockets[0].getsockname()[1]
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await Connection(self.broker, reader, writer).serve()
+        finally:
+            self._connections.discard(task)
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)

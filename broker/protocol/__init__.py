@@ -1,0 +1,1 @@
+"""The Kafka wire format: request/response framing and schema-driven encoding."""

@@ -1,0 +1,1 @@
+"""The broker's server core: topic metadata, partitions, the ReplicaManager and purgatories."""

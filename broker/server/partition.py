@@ -1,0 +1,56 @@
+"""One partition as its leader sees it: the log plus the high watermark, the
+last stable offset, the ISR and waiters for new data (Kafka's ``Partition``).
+
+On a single node the ISR is this node alone and the high watermark follows
+the log end offset on every append; replication replaces ``maybe_advance_hw``
+with the minimum log end offset of the ISR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from broker.log.log import Log
+from broker.server.topics import PartitionAssignment
+
+
+class Partition:
+    def __init__(self, topic: str, index: int, log: Log, assignment: PartitionAssignment) -> None:
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.assignment = assignment
+        self.high_watermark = log.next_offset
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.assignment.leader_epoch
+
+    @property
+    def isr(self) -> list[int]:
+        return self.assignment.isr
+
+    @property
+    def last_stable_offset(self) -> int:
+        unstable = self.log.producer_state.first_unstable_offset()
+        return self.high_watermark if unstable is None else min(unstable, self.high_watermark)
+
+    def maybe_advance_hw(self) -> None:
+        """Single node: everything appended is replicated to the whole ISR."""
+        if self.log.next_offset > self.high_watermark:
+            self.high_watermark = self.log.next_offset
+            self.wake()
+
+    def wake(self) -> None:
+        """Completes fetches waiting on this partition (the fetch purgatory's trigger)."""
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    def watch(self, waiter: asyncio.Future[None]) -> None:
+        self._waiters.add(waiter)
+
+    def unwatch(self, waiter: asyncio.Future[None]) -> None:
+        self._waiters.discard(waiter)

@@ -1,0 +1,275 @@
+"""The ReplicaManager: every partition this broker hosts, and the one internal
+API through which requests and coordinators touch them.
+
+Internal API (used by the produce/fetch handlers and by the group and
+transaction coordinators):
+
+- ``await append_records(topic, partition, data, acks)`` appends client batches
+  (idempotence checked) and returns ``AppendResult`` (first/last offset); raises
+  ``KafkaError`` with the partition's error code.
+- ``await append_marker(topic, partition, producer_id, producer_epoch, commit,
+  coordinator_epoch)`` writes a COMMIT/ABORT control batch and returns its offset.
+- ``read_batches(topic, partition, offset)`` yields ``(BatchHeader, bytes)`` of the
+  committed log (below the high watermark), to load an internal topic.
+- ``ensure_internal_topic(name, partitions, configs)`` creates
+  ``__consumer_offsets``/``__transaction_state`` if missing, returns ``TopicInfo``.
+- ``high_watermark(topic, partition)`` / ``partition(topic, partition)`` for state.
+
+Fetches wait in a purgatory (``fetch``) until ``min_bytes`` are available or
+``max_wait`` passes, woken by appends on the partitions they read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from broker.config import BrokerConfig, ConfigError, topic_config
+from broker.errors import ErrorCode, KafkaError
+from broker.log.batch import BatchHeader
+from broker.log.ledger import FsyncLedger
+from broker.log.log import AppendResult, Log
+from broker.log.txn_index import AbortedTxn
+from broker.server.partition import Partition
+from broker.server.topics import TopicInfo, TopicStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FetchRequestPartition:
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int
+
+
+@dataclass
+class FetchResult:
+    error: ErrorCode = ErrorCode.none
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+    aborted: list[AbortedTxn] = field(default_factory=list)
+
+
+class ReplicaManager:
+    def __init__(self, config: BrokerConfig, ledger: FsyncLedger, topics: TopicStore) -> None:
+        self.config = config
+        self.ledger = ledger
+        self.topics = topics
+        self.partitions: dict[tuple[str, int], Partition] = {}
+
+    # -- lifecycle -----------------------------------------------------------
+    def open_all(self, clean: bool) -> None:
+        for topic in self.topics.topics.values():
+            self._open_topic(topic, clean)
+
+    def _open_topic(self, topic: TopicInfo, clean: bool) -> None:
+        settings = topic_config(self.config, topic.configs)
+        for index, assignment in enumerate(topic.partitions):
+            directory = self.config.data_dir / f"{topic.name}-{index}"
+            plog = Log.open(directory, settings, self.ledger, clean)
+            self.partitions[(topic.name, index)] = Partition(topic.name, index, plog, assignment)
+
+    def close(self) -> None:
+        for partition in self.partitions.values():
+            partition.log.close()
+
+    # -- topics ----------------------------------------------------------------
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: dict[str, str],
+        validate_only: bool = False,
+    ) -> TopicInfo:
+        """Creates a topic (CreateTopics, auto-creation); raises ``KafkaError``."""
+        num_partitions = self.config["num.partitions"] if num_partitions == -1 else num_partitions
+        rf = (
+            self.config["default.replication.factor"]
+            if replication_factor == -1
+            else replication_factor
+        )
+        if rf < 1 or rf > len(self.live_brokers()):
+            raise KafkaError(
+                ErrorCode.invalid_replication_factor,
+                f"replication factor {rf} with {len(self.live_brokers())} broker(s) alive",
+            )
+        try:
+            topic_config(self.config, configs)
+        except ConfigError as e:
+            raise KafkaError(ErrorCode.invalid_config, str(e)) from None
+        if validate_only:
+            if name in self.topics.topics:
+                raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
+            return TopicInfo(name, "", [], configs)
+        topic = self.topics.create(name, num_partitions, self.live_brokers()[:rf], configs)
+        self._open_topic(topic, clean=True)
+        log.info("created topic %s with %d partition(s)", name, num_partitions)
+        return topic
+
+    def delete_topic(self, name: str) -> None:
+        topic = self.topics.delete(name)
+        for index in range(len(topic.partitions)):
+            partition = self.partitions.pop((name, index), None)
+            if partition is not None:
+                partition.log.delete()
+                partition.wake()
+        log.info("deleted topic %s", name)
+
+    def ensure_internal_topic(
+        self, name: str, num_partitions: int, configs: dict[str, str]
+    ) -> TopicInfo:
+        """Creates an internal topic once (replication factor capped by the cluster size)."""
+        existing = self.topics.topics.get(name)
+        if existing is not None:
+            return existing
+        return self.create_topic(name, num_partitions, len(self.live_brokers()), configs)
+
+    def live_brokers(self) -> list[int]:
+        return [self.config.node_id]
+
+    # -- partitions ------------------------------------------------------------
+    def partition(self, topic: str, index: int) -> Partition:
+        try:
+            return self.partitions[(topic, index)]
+        except KeyError:
+            raise KafkaError(
+                ErrorCode.unknown_topic_or_partition, f"{topic}-{index} is not hosted here"
+            ) from None
+
+    def high_watermark(self, topic: str, index: int) -> int:
+        return self.partition(topic, index).high_watermark
+
+    # -- appends ---------------------------------------------------------------
+    async def append_records(
+        self, topic: str, index: int, data: bytes, acks: int, from_client: bool = True
+    ) -> AppendResult:
+        partition = self.partition(topic, index)
+        min_isr = partition.log.config["min.insync.replicas"]
+        if acks == -1 and len(partition.isr) < min_isr:
+            raise KafkaError(
+                ErrorCode.not_enough_replicas,
+                f"ISR {partition.isr} < min.insync.replicas={min_isr}",
+            )
+        result = partition.log.append(bytearray(data), partition.leader_epoch, from_client)
+        partition.maybe_advance_hw()
+        return result
+
+    async def append_marker(
+        self,
+        topic: str,
+        index: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> int:
+        partition = self.partition(topic, index)
+        offset = partition.log.append_marker(
+            producer_id, producer_epoch, commit, coordinator_epoch, partition.leader_epoch
+        )
+        partition.maybe_advance_hw()
+        return offset
+
+    # -- reads -----------------------------------------------------------------
+    def read(
+        self, request: FetchRequestPartition, read_committed: bool, min_one: bool
+    ) -> FetchResult:
+        """One partition of a fetch: records below the HW (or the LSO for read_committed)."""
+        try:
+            partition = self.partition(request.topic, request.partition)
+            plog = partition.log
+            upper = partition.last_stable_offset if read_committed else partition.high_watermark
+            records = plog.read(request.offset, request.max_bytes, upper, min_one)
+            aborted = (
+                plog.aborted_transactions(request.offset, upper)
+                if read_committed and records
+                else []
+            )
+            return FetchResult(
+                ErrorCode.none,
+                partition.high_watermark,
+                partition.last_stable_offset,
+                plog.log_start_offset,
+                records,
+                aborted,
+            )
+        except KafkaError as e:
+            result = FetchResult(e.code)
+            if (request.topic, request.partition) in self.partitions:
+                partition = self.partitions[(request.topic, request.partition)]
+                result.high_watermark = partition.high_watermark
+                result.last_stable_offset = partition.last_stable_offset
+                result.log_start_offset = partition.log.log_start_offset
+            return result
+
+    async def fetch(
+        self,
+        requests: list[FetchRequestPartition],
+        min_bytes: int,
+        max_wait_ms: int,
+        max_bytes: int,
+        read_committed: bool,
+    ) -> list[FetchResult]:
+        """Reads all partitions, waiting (the fetch purgatory) until ``min_bytes``
+        are available, an error occurs, or ``max_wait_ms`` passes."""
+        deadline = time.monotonic() + max_wait_ms / 1000
+        while True:
+            results = self._read_all(requests, max_bytes, read_committed)
+            available = sum(len(r.records) for r in results)
+            errors = any(r.error != ErrorCode.none for r in results)
+            remaining = deadline - time.monotonic()
+            if available >= min_bytes or errors or remaining <= 0 or not requests:
+                return results
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            watched = [self.partitions[(r.topic, r.partition)] for r in requests]
+            for partition in watched:
+                partition.watch(waiter)
+            try:
+                await asyncio.wait_for(waiter, remaining)
+            except TimeoutError:
+                pass
+            finally:
+                for partition in watched:
+                    partition.unwatch(waiter)
+
+    def _read_all(
+        self, requests: list[FetchRequestPartition], max_bytes: int, read_committed: bool
+    ) -> list[FetchResult]:
+        results = []
+        budget = max_bytes
+        for request in requests:
+            limited = FetchRequestPartition(
+                request.topic,
+                request.partition,
+                request.offset,
+                min(request.max_bytes, max(budget, 0)),
+            )
+            result = self.read(limited, read_committed, min_one=budget == max_bytes)
+            budget -= len(result.records)
+            results.append(result)
+        return results
+
+    def read_batches(
+        self, topic: str, index: int, offset: int
+    ) -> Iterator[tuple[BatchHeader, bytes]]:
+        partition = self.partition(topic, index)
+        return partition.log.read_batches(offset, partition.high_watermark)
+
+    # -- housekeeping ----------------------------------------------------------
+    def flush_stale(self) -> None:
+        for partition in self.partitions.values():
+            partition.log.flush_if_stale()
+
+    def apply_retention(self) -> int:
+        now_ms = int(time.time() * 1000)
+        return sum(
+            p.log.apply_retention(now_ms, p.high_watermark) for p in self.partitions.values()
+        )
