@@ -18,6 +18,7 @@ from enum import IntEnum
 from typing import NoReturn
 
 COMMAND_MODULES: tuple[str, ...] = (
+    "harness.cli.broker",
     "harness.cli.report",
     "harness.cli.serve",
 )
