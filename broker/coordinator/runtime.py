@@ -15,34 +15,40 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
-from kio.schema.errors import ErrorCode
 
-from broker.coordinator.errors import CoordinatorError
 from broker.coordinator.partitioning import partition_for
-from broker.log.batch import CONTROL_COMMIT, CorruptBatch, control_type, iter_batches
+from broker.errors import ErrorCode, KafkaError
+from broker.log.batch import CONTROL_COMMIT, BatchHeader, CorruptBatch, control_type
 
 log = logging.getLogger(__name__)
 
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
-READ_CHUNK_BYTES = 1 << 20
+
+
+class AppendResult(Protocol):
+    first_offset: int
 
 
 class CoordinatorLog(Protocol):
-    """What a coordinator needs from the partitions of its internal topic."""
+    """What a coordinator needs from the partitions of its internal topic (the
+    ``ReplicaManager``'s internal API)."""
 
-    async def append(self, topic: str, partition: int, batch: bytes) -> int:
-        """Appends one v2 record batch built by the coordinator, durably by the
-        partition's rules; returns its base offset or raises ``CoordinatorError``."""
+    async def append_records(
+        self, topic: str, index: int, data: bytes, acks: int, from_client: bool = True
+    ) -> AppendResult:
+        """Appends coordinator-built batches; raises ``KafkaError``."""
         ...
 
-    def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> bytes:
-        """Whole batches from ``offset`` (up to about ``max_bytes``); empty at the end."""
+    def read_batches(
+        self, topic: str, index: int, offset: int
+    ) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Each committed batch from ``offset`` on, with its raw bytes."""
         ...
 
 
@@ -99,21 +105,16 @@ def build_batch(
     return bytes(builder.build())
 
 
-def replay_batches(shard: CoordinatorShard, data: bytes) -> int:
-    """Feeds every record of ``data`` to ``shard``; returns the next offset to read."""
-    next_offset = -1
-    for pos, header in iter_batches(data):
-        raw = data[pos : pos + header.size]
-        next_offset = header.next_offset
-        if header.is_control:
-            commit = control_type(raw) == CONTROL_COMMIT
-            shard.replay_marker(header.producer_id, header.producer_epoch, commit)
-            continue
-        pid = header.producer_id if header.is_transactional else NO_PRODUCER_ID
-        for record in DefaultRecordBatch(raw):
-            if record.key is not None:
-                shard.replay(bytes(record.key), record.value, pid, header.producer_epoch)
-    return next_offset
+def replay_batch(shard: CoordinatorShard, header: BatchHeader, raw: bytes) -> None:
+    """Feeds every record of one batch to ``shard``."""
+    if header.is_control:
+        commit = control_type(raw) == CONTROL_COMMIT
+        shard.replay_marker(header.producer_id, header.producer_epoch, commit)
+        return
+    pid = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+    for record in DefaultRecordBatch(bytes(raw)):
+        if record.key is not None:
+            shard.replay(bytes(record.key), record.value, pid, header.producer_epoch)
 
 
 class CoordinatorRuntime(Generic[S]):
@@ -142,12 +143,11 @@ class CoordinatorRuntime(Generic[S]):
         self._slots[partition] = slot
         offset = 0
         try:
-            while True:
-                data = self._log.read(self.topic, partition, offset, READ_CHUNK_BYTES)
-                if not data:
-                    break
-                offset = replay_batches(shard, data)
-                await asyncio.sleep(0)  # keep serving other requests while loading
+            for count, (header, raw) in enumerate(self._log.read_batches(self.topic, partition, 0)):
+                replay_batch(shard, header, raw)
+                offset = header.next_offset
+                if count % 100 == 99:
+                    await asyncio.sleep(0)  # keep serving other requests while loading
         except (CorruptBatch, ValueError) as exc:
             # A shard that cannot be rebuilt must not serve half a state.
             del self._slots[partition]
@@ -171,9 +171,9 @@ class CoordinatorRuntime(Generic[S]):
         """The active shard, or the error Kafka gives when this node cannot serve it."""
         slot = self._slots.get(partition)
         if slot is None:
-            raise CoordinatorError(ErrorCode.not_coordinator)
+            raise KafkaError(ErrorCode.not_coordinator)
         if slot.status is ShardStatus.LOADING:
-            raise CoordinatorError(ErrorCode.coordinator_load_in_progress)
+            raise KafkaError(ErrorCode.coordinator_load_in_progress)
         return slot.shard
 
     def shard_for(self, key: str) -> S:
@@ -182,7 +182,7 @@ class CoordinatorRuntime(Generic[S]):
     def epoch(self, partition: int) -> int:
         slot = self._slots.get(partition)
         if slot is None:
-            raise CoordinatorError(ErrorCode.not_coordinator)
+            raise KafkaError(ErrorCode.not_coordinator)
         return slot.epoch
 
     def owns(self, partition: int) -> bool:
@@ -197,6 +197,7 @@ class CoordinatorRuntime(Generic[S]):
     ) -> int:
         """Appends ``records`` as one batch; the caller applies them after this returns."""
         if partition not in self._slots:
-            raise CoordinatorError(ErrorCode.not_coordinator)
+            raise KafkaError(ErrorCode.not_coordinator)
         batch = build_batch(records, producer_id, producer_epoch)
-        return await self._log.append(self.topic, partition, batch)
+        result = await self._log.append_records(self.topic, partition, batch, -1, False)
+        return result.first_offset

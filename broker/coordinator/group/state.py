@@ -10,7 +10,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
-from kio.schema.errors import ErrorCode
+from broker.errors import ErrorCode
 
 NO_GENERATION = -1
 
@@ -69,6 +69,7 @@ class Member:
     join_waiter: asyncio.Future[JoinResult] | None = None
     sync_waiter: asyncio.Future[tuple[ErrorCode, bytes]] | None = None
     heartbeat_deadline: float = 0.0
+    session_timer: asyncio.TimerHandle | None = None
 
     def metadata_for(self, protocol: str) -> bytes:
         for name, metadata in self.protocols:

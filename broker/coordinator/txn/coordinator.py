@@ -14,9 +14,6 @@ import logging
 import time
 from dataclasses import dataclass
 
-from kio.schema.errors import ErrorCode
-
-from broker.coordinator.errors import CoordinatorError
 from broker.coordinator.partitioning import GROUP_TOPIC, TRANSACTION_TOPIC, partition_for
 from broker.coordinator.runtime import CoordinatorLog, CoordinatorRuntime
 from broker.coordinator.txn import records
@@ -32,6 +29,7 @@ from broker.coordinator.txn.state import (
     TransactionState,
     TxnSnapshot,
 )
+from broker.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 S = TransactionState
@@ -96,7 +94,7 @@ class TransactionCoordinator:
         if not transactional_id:
             return self._producer_ids.next_id(), 0
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
-            raise CoordinatorError(ErrorCode.invalid_transaction_timeout)
+            raise KafkaError(ErrorCode.invalid_transaction_timeout)
         shard = self.runtime.shard_for(transactional_id)
         md = shard.transactions.get(transactional_id)
         if md is None:
@@ -106,20 +104,20 @@ class TransactionCoordinator:
             )  # fmt: skip
             md = shard.transactions[transactional_id] = TransactionMetadata(transactional_id, first)
         if md.pending is not None:
-            raise CoordinatorError(ErrorCode.concurrent_transactions)
+            raise KafkaError(ErrorCode.concurrent_transactions)
         cur = md.current
         if producer_id != NO_PRODUCER_ID:
             if producer_id != cur.producer_id:
-                raise CoordinatorError(ErrorCode.producer_fenced)
+                raise KafkaError(ErrorCode.producer_fenced)
             if epoch != cur.producer_epoch:
                 if epoch == md.last_producer_epoch and not cur.state.is_prepare:
                     return cur.producer_id, cur.producer_epoch  # a retried bump
-                raise CoordinatorError(ErrorCode.producer_fenced)
+                raise KafkaError(ErrorCode.producer_fenced)
         if cur.state is S.ONGOING:
             await self._fence_and_abort(shard, md)
-            raise CoordinatorError(ErrorCode.concurrent_transactions)
+            raise KafkaError(ErrorCode.concurrent_transactions)
         if cur.state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
-            raise CoordinatorError(ErrorCode.concurrent_transactions)
+            raise KafkaError(ErrorCode.concurrent_transactions)
         if cur.producer_epoch >= MAX_PRODUCER_EPOCH - 1:
             new_pid, new_epoch = self._producer_ids.next_id(), 0
         else:
@@ -139,11 +137,11 @@ class TransactionCoordinator:
         shard, md = self._lookup(transactional_id, producer_id, epoch)
         cur = md.current
         if md.pending is not None or cur.state.is_prepare or cur.state is S.PREPARE_EPOCH_FENCE:
-            raise CoordinatorError(ErrorCode.concurrent_transactions)
+            raise KafkaError(ErrorCode.concurrent_transactions)
         if cur.state is S.ONGOING and partitions <= cur.partitions:
             return
         if cur.state is S.DEAD:
-            raise CoordinatorError(ErrorCode.invalid_txn_state)
+            raise KafkaError(ErrorCode.invalid_txn_state)
         start = cur.start_ms if cur.state is S.ONGOING else now_ms()
         md.prepare(S.ONGOING, now_ms(), partitions=cur.partitions | partitions, start_ms=start)
         await self._persist(shard, md)
@@ -163,7 +161,7 @@ class TransactionCoordinator:
     ) -> None:
         shard, md = self._lookup(transactional_id, producer_id, epoch)
         if md.pending is not None:
-            raise CoordinatorError(ErrorCode.concurrent_transactions)
+            raise KafkaError(ErrorCode.concurrent_transactions)
         state = md.state
         if state is S.ONGOING:
             md.prepare(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now_ms())
@@ -175,8 +173,8 @@ class TransactionCoordinator:
         if state is wanted_done:
             return  # a retry of an EndTxn that already finished
         if state is wanted_prepare:
-            raise CoordinatorError(ErrorCode.concurrent_transactions)
-        raise CoordinatorError(ErrorCode.invalid_txn_state)
+            raise KafkaError(ErrorCode.concurrent_transactions)
+        raise KafkaError(ErrorCode.invalid_txn_state)
 
     # ---- timeouts --------------------------------------------------------------------
 
@@ -194,7 +192,7 @@ class TransactionCoordinator:
         for partition in range(self.config.num_partitions):
             try:
                 shard = self.runtime.shard(partition)
-            except CoordinatorError:
+            except KafkaError:
                 continue
             for md in list(shard.transactions.values()):
                 cur = md.current
@@ -211,11 +209,11 @@ class TransactionCoordinator:
         shard = self.runtime.shard_for(transactional_id)
         md = shard.transactions.get(transactional_id)
         if md is None or md.current.producer_epoch == NO_PRODUCER_EPOCH:
-            raise CoordinatorError(ErrorCode.invalid_producer_id_mapping)
+            raise KafkaError(ErrorCode.invalid_producer_id_mapping)
         if md.current.producer_id != producer_id:
-            raise CoordinatorError(ErrorCode.invalid_producer_id_mapping)
+            raise KafkaError(ErrorCode.invalid_producer_id_mapping)
         if md.current.producer_epoch != epoch:
-            raise CoordinatorError(ErrorCode.producer_fenced)
+            raise KafkaError(ErrorCode.producer_fenced)
         return shard, md
 
     async def _persist(self, shard: TxnShard, md: TransactionMetadata) -> TxnSnapshot:
@@ -269,6 +267,6 @@ class TransactionCoordinator:
                 )
                 await self._persist(shard, md)
                 return
-            except CoordinatorError as exc:
+            except KafkaError as exc:
                 log.warning("completing %s failed (%s); retrying", md.transactional_id, exc)
                 await asyncio.sleep(0.1)

@@ -15,9 +15,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from kio.schema.errors import ErrorCode
-
 from broker.coordinator.partitioning import GROUP_TOPIC
+from broker.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +24,13 @@ TopicPartition = tuple[str, int]
 RETRY_BACKOFF_S = 0.1
 
 # A partition that no longer exists will never take its marker: Kafka drops it.
-_GIVE_UP = frozenset({ErrorCode.unknown_topic_or_partition, ErrorCode.invalid_producer_epoch})
+_GIVE_UP = frozenset(
+    {
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.invalid_producer_epoch,
+        ErrorCode.producer_fenced,
+    }
+)
 
 
 class MarkerLog(Protocol):
@@ -37,8 +42,9 @@ class MarkerLog(Protocol):
         producer_epoch: int,
         commit: bool,
         coordinator_epoch: int,
-    ) -> ErrorCode:
-        """Appends one control batch to a partition this node leads."""
+    ) -> int:
+        """Appends one control batch to a partition this node leads; returns its
+        offset or raises ``KafkaError``."""
         ...
 
 
@@ -59,9 +65,13 @@ async def write_markers(
     """One attempt per partition; returns each partition's error (``none`` = written)."""
     results: dict[TopicPartition, ErrorCode] = {}
     for topic, partition in sorted(partitions):
-        error = await marker_log.append_marker(
-            topic, partition, producer_id, producer_epoch, commit, coordinator_epoch
-        )
+        try:
+            await marker_log.append_marker(
+                topic, partition, producer_id, producer_epoch, commit, coordinator_epoch
+            )
+            error = ErrorCode.none
+        except KafkaError as exc:
+            error = exc.code
         if error is ErrorCode.none and topic == GROUP_TOPIC:
             on_offsets_marker(partition, producer_id, producer_epoch, commit)
         results[(topic, partition)] = error

@@ -1,0 +1,88 @@
+"""Both coordinators of one broker, wired to its replica manager.
+
+At start the internal topics are created if missing and every partition this
+node leads is loaded by replay; on one node that is all of them. Later,
+replication calls :meth:`CoordinatorService.become_leader` and
+:meth:`CoordinatorService.resign` as leadership of those partitions moves.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker.coordinator.group.coordinator import GroupCoordinator
+from broker.coordinator.group.membership import GroupConfig
+from broker.coordinator.partitioning import GROUP_TOPIC, CoordinatorType
+from broker.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
+from broker.coordinator.txn.producer_ids import ProducerIdManager
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+
+
+class CoordinatorService:
+    def __init__(self, broker: Broker) -> None:
+        cfg = broker.config
+        self.broker = broker
+        self.group = GroupCoordinator(
+            GroupConfig(
+                num_partitions=cfg["offsets.topic.num.partitions"],
+                min_session_timeout_ms=cfg["group.min.session.timeout.ms"],
+                max_session_timeout_ms=cfg["group.max.session.timeout.ms"],
+                initial_rebalance_delay_ms=cfg["group.initial.rebalance.delay.ms"],
+                max_size=cfg["group.max.size"],
+            ),
+            broker.replica_manager,
+        )
+        self.txn = TransactionCoordinator(
+            TxnConfig(
+                num_partitions=cfg["transaction.state.log.num.partitions"],
+                offsets_partitions=cfg["offsets.topic.num.partitions"],
+                max_timeout_ms=cfg["transaction.max.timeout.ms"],
+                abort_interval_ms=cfg[
+                    "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+                ],
+            ),
+            broker.replica_manager,
+            broker.replica_manager,
+            self.group.on_offsets_marker,
+            ProducerIdManager(cfg.data_dir),
+        )
+
+    async def start(self) -> None:
+        manager = self.broker.replica_manager
+        for runtime in (self.group.runtime, self.txn.runtime):
+            manager.ensure_internal_topic(
+                runtime.topic, runtime.num_partitions, dict(INTERNAL_TOPIC_CONFIGS)
+            )
+            for partition in range(runtime.num_partitions):
+                await self.become_leader(runtime.topic, partition, epoch=0)
+        self.txn.start()
+
+    async def stop(self) -> None:
+        self.txn.stop()
+        self.group.stop()
+
+    async def become_leader(self, topic: str, partition: int, epoch: int) -> None:
+        """This node now leads ``topic``-``partition``: serve its coordinator shard."""
+        runtime = self.group.runtime if topic == GROUP_TOPIC else self.txn.runtime
+        await runtime.load(partition, epoch)
+
+    def resign(self, topic: str, partition: int) -> None:
+        runtime = self.group.runtime if topic == GROUP_TOPIC else self.txn.runtime
+        runtime.unload(partition)
+
+    def coordinator_for(self, key_type: CoordinatorType, key: str) -> tuple[int, str, int] | None:
+        """``(node_id, host, port)`` of the coordinator for ``key``, or None if unknown.
+
+        The single place that maps a key to a node: the leader of its internal
+        partition, which on one node is this node whenever the shard is loaded."""
+        runtime = self.group.runtime if key_type is CoordinatorType.GROUP else self.txn.runtime
+        if not runtime.owns(runtime.partition_for(key)):
+            return None
+        return self.broker.node_id, self.broker.host, self.broker.port
