@@ -19,6 +19,7 @@ from typing import NoReturn
 
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.cli.broker",
+    "harness.cli.cluster",
     "harness.cli.report",
     "harness.cli.serve",
 )

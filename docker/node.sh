@@ -1,0 +1,17 @@
+#!/bin/sh
+# Container entry: start the broker as a detached child with a pidfile, the
+# same layout the harness uses on every backend (so it can kill, pause and
+# restart the broker inside a live container), then idle. The container runs
+# with an init (compose `init: true`) that reaps children.
+#   /data/broker.pid  /data/broker.stdout  /data/faketime  /data/data/ (broker data)
+set -eu
+mkdir -p /data/data
+cd /data
+[ -f faketime ] || echo "+0" > faketime
+preload=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n1 || true)
+env LD_PRELOAD="$preload" FAKETIME_TIMESTAMP_FILE=/data/faketime FAKETIME_NO_CACHE=1 \
+    FAKETIME_DONT_FAKE_MONOTONIC=1 \
+    setsid jepka broker --node-id "${JEPKA_NODE_ID:?}" --listen "${JEPKA_LISTEN:-0.0.0.0:9092}" \
+    --data-dir /data/data ${JEPKA_BROKER_ARGS:-} >>/data/broker.stdout 2>&1 </dev/null &
+echo $! > /data/broker.pid
+exec sleep infinity

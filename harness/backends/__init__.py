@@ -1,0 +1,1 @@
+"""Cluster backends: where nodes live (namespaces, containers, SSH hosts)."""

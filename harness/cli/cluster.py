@@ -1,0 +1,111 @@
+"""`jepka cluster up|down|status|heal`: clusters on demand, outside a test.
+
+A cluster is named (default: its backend's name) and registered in
+`<store>/.faults/<name>.json`, so `down`, `status` and `heal` find it from
+any shell; `heal` and `down` without a name act on every registered cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import yaml
+
+from harness.cli import ExitCode, UsageError
+from harness.cluster import BACKENDS, DBS, Cluster, ClusterError, ClusterSpec, all_registered
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "cluster",
+        help="start, inspect, heal or remove a cluster",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument("action", choices=("up", "down", "status", "heal"))
+    parser.add_argument(
+        "--cluster",
+        choices=BACKENDS,
+        default=None,
+        help="backend: local (network namespaces), docker, ssh",
+    )
+    parser.add_argument("--name", help="cluster name (default: the backend's name)")
+    parser.add_argument("--store", default="store", help="store directory (default: store)")
+    parser.add_argument("--spec", help="cluster spec file (YAML or JSON) with ClusterSpec fields")
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--db", choices=DBS, default="reference")
+    parser.add_argument("--bug", action="append", default=[], help="broker bug to enable")
+    parser.add_argument("--kafka-home", help="Kafka installation on each node (db kafka)")
+    parser.add_argument("--hosts", help="comma-separated SSH hosts (backend ssh)")
+    parser.add_argument("--ssh-user", default="root")
+    parser.add_argument("--ssh-key", help="private key file (default: agent and ~/.ssh)")
+    parser.add_argument("--json", action="store_true", help="status as JSON")
+    parser.set_defaults(run=run)
+
+
+def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
+    data: dict[str, Any] = {}
+    if args.spec:
+        try:
+            with open(args.spec) as f:
+                loaded = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError) as e:
+            raise UsageError(f"--spec {args.spec}: {e}") from None
+        if not isinstance(loaded, dict):
+            raise UsageError(f"--spec {args.spec}: expected a mapping of cluster settings")
+        data.update(loaded)
+    backend = args.cluster or data.get("backend", "local")
+    data.update(backend=backend, name=args.name or data.get("name", backend))
+    if not args.spec or args.cluster:
+        data.update(nodes=args.nodes, db=args.db, bugs=args.bug, ssh_user=args.ssh_user)
+        if args.kafka_home:
+            data["kafka_home"] = args.kafka_home
+        if args.ssh_key:
+            data["ssh_key"] = args.ssh_key
+        if args.hosts:
+            data["hosts"] = [h for h in args.hosts.split(",") if h]
+            data["nodes"] = len(data["hosts"])
+    return ClusterSpec.from_json(data)
+
+
+def _targets(args: argparse.Namespace) -> list[str]:
+    if args.name or args.cluster:
+        return [args.name or args.cluster]
+    return all_registered(args.store)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except ClusterError as e:
+        raise UsageError(str(e)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.action == "up":
+        cluster = Cluster.up(spec_from_args(args), args.store)
+        spec = cluster.spec
+        print(f"cluster {spec.name} up ({spec.backend}); bootstrap: {cluster.bootstrap}")
+        return ExitCode.VALID
+    names = _targets(args)
+    if not names and args.action in ("down", "heal"):
+        print("no registered clusters")
+        return ExitCode.VALID
+    for name in names:
+        cluster = Cluster.attach(name, args.store)
+        if args.action == "down":
+            cluster.down()
+            print(f"cluster {name} removed")
+        elif args.action == "heal":
+            cluster.heal()
+            print(f"cluster {name} healed")
+        else:
+            rows = cluster.status()
+            if args.json:
+                print(json.dumps({"cluster": name, "backend": cluster.spec.backend, "nodes": rows}))
+            else:
+                print(f"cluster {name} ({cluster.spec.backend}); bootstrap: {cluster.bootstrap}")
+                for row in rows:
+                    print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
+    return ExitCode.VALID

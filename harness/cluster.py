@@ -1,0 +1,384 @@
+"""A cluster: nodes on one backend, a broker on each, and a leftover registry.
+
+`Cluster.up(spec)` builds the nodes (namespaces, containers or SSH hosts),
+starts a broker on each and waits until all accept connections. Everything
+that must be undone is written to `<store>/.faults/<name>.json` *before* it
+is done: the backend objects at creation, every fault before it is applied.
+So a run that dies leaves a record, and the next `up` of the same cluster (or
+`jepka cluster heal|down`) cleans up from it alone.
+
+`heal()` undoes every fault kind on every node, whatever the record says, and
+is idempotent: flush our iptables chains, SIGCONT brokers, reset clocks,
+restart dead brokers and wait until they answer (the recovery wait).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.backends import docker as docker_backend
+from harness.backends import local as local_backend
+from harness.backends.base import Node
+from harness.control import on_nodes
+from harness.db.base import DaemonDB, process_state
+from harness.db.kafka import KafkaKraft
+from harness.db.reference import ReferenceBroker
+from harness.net import iptables
+from nemesis.base import NemesisContext
+from nemesis.clock import set_offset
+from nemesis.targets import Roles
+
+BACKENDS = ("local", "docker", "ssh")
+DBS = ("reference", "kafka")
+
+
+class ClusterError(ValueError):
+    """A cluster spec or registry that cannot be used (bad input: exit 254)."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Everything needed to build (and later find and clean up) a cluster."""
+
+    name: str = "jepka"
+    backend: str = "local"
+    nodes: int = 3
+    db: str = "reference"
+    bugs: tuple[str, ...] = ()
+    broker_overrides: dict[str, str] = field(default_factory=dict)
+    broker_command: tuple[str, ...] = ()
+    kafka_home: str | None = None
+    port: int = 9092
+    hosts: tuple[str, ...] = ()
+    ssh_user: str = "root"
+    ssh_port: int = 22
+    ssh_key: str | None = None
+    node_root: str | None = None
+    compose_file: str | None = None
+
+    def validate(self) -> ClusterSpec:
+        if not self.name or not all(c.isalnum() or c in "-_" for c in self.name):
+            raise ClusterError(f"cluster name {self.name!r}: use letters, digits, - and _")
+        if self.backend not in BACKENDS:
+            raise ClusterError(f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
+        if self.db not in DBS:
+            raise ClusterError(f"unknown db {self.db!r}; known: {', '.join(DBS)}")
+        if self.db == "kafka" and not self.kafka_home:
+            raise ClusterError("db kafka needs kafka_home (the Kafka installation on each node)")
+        if self.backend == "ssh" and not self.hosts:
+            raise ClusterError("backend ssh needs hosts")
+        if self.backend == "docker" and self.nodes != 3:
+            raise ClusterError("backend docker runs the 3 nodes of docker-compose.yml")
+        if not 1 <= self.nodes <= 200:
+            raise ClusterError(f"nodes must be 1..200, got {self.nodes}")
+        return self
+
+    @property
+    def count(self) -> int:
+        return len(self.hosts) if self.backend == "ssh" else self.nodes
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClusterSpec:
+        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        try:
+            return cls(**fields).validate()
+        except TypeError as e:
+            raise ClusterError(f"cluster spec: {e}") from None
+
+
+class Registry:
+    """The leftover registry file of one cluster (JSON, rewritten atomically)."""
+
+    def __init__(self, store: str | os.PathLike[str], name: str) -> None:
+        self.path = Path(store) / ".faults" / f"{name}.json"
+        self._lock = threading.Lock()
+
+    def load(self) -> dict[str, Any] | None:
+        if not self.path.exists():
+            return None
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError) as e:
+            raise ClusterError(f"{self.path}: unreadable leftover registry: {e}") from None
+        if not isinstance(data, dict) or "spec" not in data:
+            raise ClusterError(f"{self.path}: not a jepka cluster registry")
+        return data
+
+    def save(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            os.replace(tmp, self.path)
+
+    def update(self, **changes: Any) -> None:
+        data = self.load() or {}
+        data.update(changes)
+        self.save(data)
+
+    def add_fault(self, f: str, detail: Any) -> None:
+        data = self.load() or {}
+        data.setdefault("faults", []).append({"time": time.time(), "f": f, "detail": detail})
+        self.save(data)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def all_registered(store: str | os.PathLike[str]) -> list[str]:
+    folder = Path(store) / ".faults"
+    return sorted(p.stem for p in folder.glob("*.json")) if folder.exists() else []
+
+
+def default_broker_command() -> tuple[str, ...]:
+    return (sys.executable, "-m", "harness")
+
+
+def make_db(spec: ClusterSpec) -> DaemonDB:
+    if spec.db == "kafka":
+        assert spec.kafka_home is not None
+        return KafkaKraft(
+            spec.kafka_home, spec.name, port=spec.port, overrides=spec.broker_overrides
+        )
+    if spec.backend == "docker":
+        return ReferenceBroker(
+            spec.broker_command or ("jepka",),
+            port=spec.port,
+            bugs=spec.bugs,
+            config_path="/etc/jepka/broker.properties",
+        )
+    return ReferenceBroker(
+        spec.broker_command or default_broker_command(),
+        port=spec.port,
+        bugs=spec.bugs,
+        overrides=spec.broker_overrides,
+    )
+
+
+class Cluster:
+    """A live (or half-dead) cluster, rebuilt from its spec and registry."""
+
+    def __init__(self, spec: ClusterSpec, store: str | os.PathLike[str], state: dict[str, Any]):
+        self.spec = spec
+        self.store = Path(store)
+        self.state = state
+        self.registry = Registry(store, spec.name)
+        self.db = make_db(spec)
+        self.nodes: list[Node] = self._make_nodes()
+
+    # --- building -------------------------------------------------------
+    def _work_dir(self) -> Path:
+        return (self.store / "clusters" / self.spec.name).resolve()
+
+    def _make_nodes(self) -> list[Node]:
+        kind = self.spec.backend
+        if kind == "local" and "subnet" in self.state:
+            names = local_backend.LocalNames(
+                self.state["tag"], self.state["bridge"], self.state["subnet"]
+            )
+            root = self.spec.node_root or str(self._work_dir())
+            return local_backend.make_nodes(names, self.spec.count, root)
+        if kind == "docker" and "subnet_prefix" in self.state:
+            return docker_backend.make_nodes(
+                self.state["project"], self.state["subnet_prefix"], self.spec.count
+            )
+        if kind == "ssh":
+            from harness.backends.ssh import SshConfig, SshRemote
+
+            config = SshConfig(self.spec.ssh_user, self.spec.ssh_port, self.spec.ssh_key)
+            root = self.spec.node_root or "/var/lib/jepka"
+            return [
+                Node(
+                    name=f"n{i}",
+                    address=host,
+                    remote=SshRemote(host, config, str(self._work_dir() / f"n{i}" / "ssh.log")),
+                    root=f"{root}/n{i}",
+                    node_id=i,
+                )
+                for i, host in enumerate(self.spec.hosts, 1)
+            ]
+        return []
+
+    @property
+    def client_address(self) -> str:
+        if self.spec.backend == "local":
+            return local_backend.LocalNames(
+                self.state["tag"], self.state["bridge"], self.state["subnet"]
+            ).gateway
+        if self.spec.backend == "docker":
+            return f"{self.state['subnet_prefix']}.1"
+        remote = self.nodes[0].remote
+        return remote.client_address()  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def bootstrap(self) -> str:
+        """`host:port,...` for Kafka clients."""
+        return ",".join(f"{n.address}:{self.db.port}" for n in self.nodes)
+
+    @classmethod
+    def up(
+        cls, spec: ClusterSpec, store: str | os.PathLike[str] = "store", ready_timeout: float = 60.0
+    ) -> Cluster:
+        """Cleans up any leftover of a cluster of the same name, then builds
+        the nodes, starts the brokers and waits until they answer."""
+        spec.validate()
+        registry = Registry(store, spec.name)
+        if registry.load() is not None:
+            cls.attach(spec.name, store).down()
+        registry.save({"spec": spec.to_json(), "state": {}, "faults": []})
+        cluster = cls(spec, store, {})
+        try:
+            cluster._create()
+            on_nodes(cluster.nodes, lambda n: cluster.db.setup(n, cluster.nodes))
+            on_nodes(cluster.nodes, lambda n: cluster.db.wait_ready(n, ready_timeout))
+        except BaseException:
+            cluster.down()
+            raise
+        return cluster
+
+    def _create(self) -> None:
+        spec = self.spec
+        if spec.backend == "local":
+            names = local_backend.LocalNames(local_backend.cluster_tag(spec.name), "", "")
+            # Record the names before creating anything, so a crash half-way is cleanable.
+            self.state = {"tag": names.tag, "bridge": f"jkb{names.tag}", "subnet": "pending"}
+            self.registry.update(state=self.state)
+            made = local_backend.create_network(spec.name, spec.count)
+            self.state = {"tag": made.tag, "bridge": made.bridge, "subnet": made.subnet}
+        elif spec.backend == "docker":
+            if not docker_backend.engine_running():
+                raise ClusterError(
+                    "the Docker engine is not running (scripts/setup-system.sh starts it)"
+                )
+            docker_backend.ensure_image()
+            with local_backend.net_lock():
+                subnet = choose_docker_subnet(spec.name)
+                prefix = subnet.rsplit(".", 1)[0]
+                self.state = {
+                    "project": f"jepka-{spec.name}".lower(),
+                    "subnet_prefix": prefix,
+                    "compose_file": spec.compose_file or str(docker_backend.COMPOSE_FILE),
+                }
+                self.registry.update(state=self.state)
+                docker_backend.up(
+                    self.state["project"], self.state["compose_file"], self._compose_env()
+                )
+        self.registry.update(state=self.state)
+        self.nodes = self._make_nodes()
+
+    def _compose_env(self) -> dict[str, str]:
+        args = " ".join(f"--bug {b}" for b in self.spec.bugs)
+        return docker_backend.compose_env(self.state["subnet_prefix"], args)
+
+    @classmethod
+    def attach(cls, name: str, store: str | os.PathLike[str] = "store") -> Cluster:
+        """The cluster recorded under `name`, as left by whoever made it."""
+        data = Registry(store, name).load()
+        if data is None:
+            raise ClusterError(f"no cluster named {name!r} is registered in {store}/.faults")
+        return cls(ClusterSpec.from_json(data["spec"]), store, data.get("state", {}))
+
+    # --- faults ---------------------------------------------------------
+    def nemesis_context(self, *, seed: int = 0, roles: Roles | None = None) -> NemesisContext:
+        return NemesisContext(
+            nodes=self.nodes,
+            db=self.db,
+            client_address=self.client_address,
+            roles=roles,
+            record=self.registry.add_fault,
+            rng=random.Random(seed),
+        )
+
+    def heal(self, ready_timeout: float = 60.0) -> None:
+        """Undoes every fault on every node and waits until every broker
+        answers; idempotent."""
+
+        def heal_node(node: Node) -> None:
+            node.run(iptables.heal_line())
+            self.db.resume(node)
+            set_offset(node, 0)
+            if not process_state(node):
+                self.db.start(node, self.nodes)
+            self.db.wait_ready(node, ready_timeout)
+
+        on_nodes(self.nodes, heal_node)
+        self.registry.update(faults=[])
+
+    def down(self) -> None:
+        """Stops brokers and removes every trace of the cluster (rules,
+        namespaces, bridges, containers, volumes, the registry entry)."""
+        if self.spec.backend == "docker":
+            if "project" in self.state:
+                docker_backend.down(
+                    self.state["project"], self.state["compose_file"], self._compose_env()
+                )
+        else:
+
+            def stop_node(node: Node) -> None:
+                node.run(iptables.remove_line(), check=False)
+                self.db.resume(node)
+                self.db.kill(node)
+
+            try:
+                on_nodes(self.nodes, stop_node)
+            finally:
+                if self.spec.backend == "local" and "tag" in self.state:
+                    names = local_backend.LocalNames(
+                        self.state["tag"], self.state["bridge"], self.state.get("subnet", "")
+                    )
+                    local_backend.destroy_network(names, self.spec.count)
+        for node in self.nodes:
+            node.remote.close()
+        self.registry.remove()
+
+    def status(self) -> list[dict[str, Any]]:
+        def one(node: Node) -> dict[str, Any]:
+            try:
+                state = process_state(node)
+                rules = iptables.rules(node)
+            except Exception as e:  # a node we cannot reach is itself a status
+                return {"node": node.name, "address": node.address, "error": str(e)}
+            return {
+                "node": node.name,
+                "address": node.address,
+                "broker": {"": "down", "T": "paused"}.get(state, "running"),
+                "drop_rules": len(rules),
+            }
+
+        return on_nodes(self.nodes, one)
+
+    def collect_logs(self, dest: str | os.PathLike[str]) -> list[str]:
+        """Copies each node's log files to `dest/<node>/`; returns what it got."""
+        got = []
+        for node in self.nodes:
+            for path in self.db.log_files(node):
+                target = os.path.join(dest, node.name, os.path.basename(path))
+                try:
+                    node.remote.download(path, target)
+                    got.append(target)
+                except Exception:  # a log that was never written is not an error
+                    continue
+        return got
+
+
+def choose_docker_subnet(name: str) -> str:
+    """A free /24 from the docker range at the top of 198.18.0.0/15."""
+    subnets = list(local_backend.POOL.subnets(new_prefix=24))[-local_backend.DOCKER_SUBNETS :]
+    used = local_backend.used_subnets()
+    start = int(local_backend.cluster_tag(name), 16) % len(subnets)
+    for k in range(len(subnets)):
+        candidate = str(subnets[(start + k) % len(subnets)])
+        if candidate not in used:
+            return candidate
+    raise ClusterError("no free /24 left for a docker cluster")

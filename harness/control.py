@@ -1,0 +1,109 @@
+"""Running commands on nodes: the one place that knows shell quoting.
+
+Every backend reduces to "run this shell line on that node", so faults and DB
+adapters build their commands here, as argument lists, and never concatenate
+strings themselves (Jepsen's `control` keeps escaping in one place too).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+N = TypeVar("N")
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one command did on a node."""
+
+    exit: int
+    out: str
+    err: str
+
+
+class RemoteError(RuntimeError):
+    """A command failed on a node; the message names the node and the command."""
+
+    def __init__(self, node: str, command: str, result: Result) -> None:
+        detail = (result.err or result.out).strip().splitlines()
+        super().__init__(
+            f"on {node}: `{command}` exited {result.exit}" + (f": {detail[-1]}" if detail else "")
+        )
+        self.node = node
+        self.command = command
+        self.result = result
+
+
+def join(argv: Sequence[str]) -> str:
+    """One shell-safe line from an argument list."""
+    return shlex.join([str(a) for a in argv])
+
+
+def env_prefix(env: Mapping[str, str]) -> str:
+    """`env K=V ...` for a shell line (empty when there is nothing to set)."""
+    if not env:
+        return ""
+    return join(["env", *(f"{k}={v}" for k, v in env.items())]) + " "
+
+
+FAKETIME_LIBS = "/usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1"
+
+
+def daemon_line(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    pidfile: str,
+    logfile: str,
+    env: Mapping[str, str] | None = None,
+    faketime_file: str | None = None,
+) -> str:
+    """A shell line that starts `argv` detached, appending output to `logfile`
+    and writing its pid to `pidfile` (Jepsen's start-daemon!): the process
+    survives the command that started it, on every backend alike.
+
+    With `faketime_file`, the process runs under libfaketime (when the node
+    has it) reading its realtime offset from that file on every call, so a
+    clock fault can move the clock of a running process; the monotonic clock
+    stays real, as on a machine whose wall clock is stepped.
+    """
+    pre = ""
+    if faketime_file:
+        f = shlex.quote(faketime_file)
+        pre = (
+            f"[ -f {f} ] || echo +0 > {f}; "
+            f"jk_lib=$(ls {FAKETIME_LIBS} 2>/dev/null | head -n1); "
+            f"export FAKETIME_TIMESTAMP_FILE={f} FAKETIME_NO_CACHE=1 "
+            f"FAKETIME_DONT_FAKE_MONOTONIC=1; "
+            f'[ -n "$jk_lib" ] && export LD_PRELOAD="$jk_lib"; '
+        )
+    q = shlex.quote
+    return (
+        f"mkdir -p {q(cwd)} && cd {q(cwd)} && {{ {pre}"
+        f"{env_prefix(env or {})}setsid {join(argv)} >>{q(logfile)} 2>&1 </dev/null & "
+        f"echo $! > {q(pidfile)}; }}"
+    )
+
+
+def signal_line(pidfile: str, signal: str) -> str:
+    """Sends `signal` to the pid in `pidfile` if that process still exists;
+    succeeds (idempotently) when it does not."""
+    p = shlex.quote(pidfile)
+    return (
+        f'if [ -s {p} ] && kill -0 "$(cat {p})" 2>/dev/null; then kill -{signal} "$(cat {p})"; fi'
+    )
+
+
+def on_nodes(nodes: Iterable[N], fn: Callable[[N], T]) -> list[T]:
+    """Runs `fn` on every node in parallel and returns results in node order;
+    the first failure is raised after all have finished."""
+    items = list(nodes)
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
+        return list(pool.map(fn, items))

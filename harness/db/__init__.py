@@ -1,0 +1,1 @@
+"""DB adapters: install, configure, start and stop a broker on a node."""

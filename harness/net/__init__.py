@@ -1,0 +1,1 @@
+"""Network faults on nodes."""

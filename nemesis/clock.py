@@ -1,0 +1,76 @@
+"""Clock faults through libfaketime.
+
+Nodes of one machine share the kernel clock, so each broker runs under
+libfaketime reading its realtime offset from `<node root>/faketime` on every
+call (see `harness.control.daemon_line`); writing that file moves the clock of
+the running broker. `bump-clock` sets an offset, `strobe-clock` flips between
+two offsets every period for a bounded duration, `reset-clock` sets +0.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import Any
+
+from harness.backends.base import Node
+from harness.control import on_nodes
+from harness.db.base import faketime_file
+from nemesis.base import NemesisContext, NemesisError, OpDict, complete
+from nemesis.targets import resolve
+
+MAX_STROBE_S = 60.0
+
+
+def offset_text(ms: float) -> str:
+    """libfaketime's relative offset format, in seconds."""
+    return f"{ms / 1000:+.3f}"
+
+
+def set_offset(node: Node, ms: float) -> None:
+    """Writes the offset atomically (rename), so the broker never reads a
+    half-written file."""
+    path = faketime_file(node)
+    tmp = shlex.quote(path + ".tmp")
+    node.run(f"echo {offset_text(ms)} > {tmp} && mv {tmp} {shlex.quote(path)}")
+
+
+def _targets(ctx: NemesisContext, value: Any) -> list[str]:
+    spec = value.get("targets", "one") if isinstance(value, dict) else value
+    return resolve(spec, ctx.names, ctx.rng, ctx.roles)
+
+
+class Clock:
+    fs = frozenset({"bump-clock", "strobe-clock", "reset-clock"})
+
+    def setup(self, ctx: NemesisContext) -> None:
+        self.teardown(ctx)
+
+    def invoke(self, ctx: NemesisContext, op: OpDict) -> OpDict:
+        f, value = op["f"], op.get("value") or {}
+        if f == "reset-clock":
+            self.teardown(ctx)
+            return complete(op, {"reset": ctx.names})
+        names = _targets(ctx, value)
+        nodes = [ctx.node(n) for n in names]
+        delta = float(value.get("delta_ms", 0)) if isinstance(value, dict) else 0.0
+        if f == "bump-clock":
+            ctx.record("clock", names)
+            on_nodes(nodes, lambda n: set_offset(n, delta))
+            return complete(op, {"nodes": names, "offset_ms": delta})
+        if f == "strobe-clock":
+            period = float(value.get("period_ms", 100)) / 1000
+            duration = min(float(value.get("duration_s", 1)), MAX_STROBE_S)
+            ctx.record("clock", names)
+            flips = 0
+            deadline = time.monotonic() + duration
+            while time.monotonic() < deadline:
+                on_nodes(nodes, lambda n, k=flips: set_offset(n, delta if k % 2 == 0 else 0))
+                flips += 1
+                time.sleep(period)
+            on_nodes(nodes, lambda n: set_offset(n, 0))
+            return complete(op, {"nodes": names, "delta_ms": delta, "flips": flips})
+        raise NemesisError(f"clock nemesis cannot do f={f!r}")
+
+    def teardown(self, ctx: NemesisContext) -> None:
+        on_nodes(ctx.nodes, lambda n: set_offset(n, 0))

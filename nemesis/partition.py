@@ -1,0 +1,94 @@
+"""Network partitions: a grudge computed purely, applied as iptables DROP
+rules inside each node's network stack, healed by flushing our chains.
+
+`start-partition` takes a kind (or `{"kind": ..., ...}`):
+- Jepsen's grudges `one`, `majority`, `majorities-ring`, `minority-third`,
+  `bridge`;
+- role-targeted cuts, asking the live cluster who holds the role:
+  `isolate-leader` (`topic`/`partition`, else a random partition's leader),
+  `isolate-controller`, `isolate-coordinator` (`group` or `transactional_id`);
+- `clients`: cut the harness (clients) off from the `targets` brokers (a node
+  spec, default `minority`) while brokers still see each other.
+The completion records the exact grudge (or cut) so the history shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.control import on_nodes
+from harness.net import iptables
+from nemesis.base import NemesisContext, NemesisError, OpDict, complete
+from nemesis.grudge import GRUDGES, Grudge, isolate
+from nemesis.targets import resolve
+
+ROLE_KINDS = ("isolate-leader", "isolate-controller", "isolate-coordinator")
+KINDS = (*GRUDGES, *ROLE_KINDS, "clients")
+
+
+def _spec(value: Any) -> dict[str, Any]:
+    spec = {"kind": value} if isinstance(value, str) else dict(value or {})
+    if spec.get("kind") not in KINDS:
+        raise NemesisError(
+            f"unknown partition kind {spec.get('kind')!r}; known: {', '.join(KINDS)}"
+        )
+    return spec
+
+
+def role_holder(ctx: NemesisContext, spec: Mapping[str, Any]) -> str:
+    """The node holding the role a role-targeted partition cuts off."""
+    if ctx.roles is None:
+        raise NemesisError(f"{spec['kind']} needs a cluster to ask who holds the role")
+    kind = spec["kind"]
+    if kind == "isolate-leader":
+        return ctx.roles.leader(spec.get("topic"), spec.get("partition"))
+    if kind == "isolate-controller":
+        return ctx.roles.controller()
+    if "transactional_id" in spec:
+        return ctx.roles.coordinator("transaction", str(spec["transactional_id"]))
+    if "group" in spec:
+        return ctx.roles.coordinator("group", str(spec["group"]))
+    raise NemesisError("isolate-coordinator needs a `group` or a `transactional_id`")
+
+
+def plan(ctx: NemesisContext, value: Any) -> tuple[dict[str, Any], Grudge | None, list[str]]:
+    """What a `start-partition` op will do: its spec, the node grudge (or
+    None for `clients`) and, for `clients`, the brokers cut from clients."""
+    spec = _spec(value)
+    kind = spec["kind"]
+    if kind in GRUDGES:
+        return spec, GRUDGES[kind](ctx.names, ctx.rng), []
+    if kind in ROLE_KINDS:
+        return spec, isolate(ctx.names, [role_holder(ctx, spec)]), []
+    return spec, None, resolve(spec.get("targets", "minority"), ctx.names, ctx.rng, ctx.roles)
+
+
+class Partition:
+    """`start-partition` applies a grudge; `stop-partition` heals every node."""
+
+    fs = frozenset({"start-partition", "stop-partition"})
+
+    def setup(self, ctx: NemesisContext) -> None:
+        iptables.heal(ctx.nodes)
+
+    def invoke(self, ctx: NemesisContext, op: OpDict) -> OpDict:
+        if op["f"] == "stop-partition":
+            iptables.heal(ctx.nodes)
+            return complete(op, "network healed")
+        if op["f"] != "start-partition":
+            raise NemesisError(f"partition nemesis cannot do f={op['f']!r}")
+        spec, grudge, cut = plan(ctx, op.get("value"))
+        if grudge is not None:
+            described = {n: sorted(d) for n, d in grudge.items() if d}
+            ctx.record("partition", described)
+            iptables.drop_grudge(ctx.by_name(), grudge)
+            return complete(op, {**spec, "grudge": described})
+        ctx.record("partition", {"clients-cut-from": cut})
+        on_nodes(
+            [ctx.node(n) for n in cut], lambda node: iptables.cut_address(node, ctx.client_address)
+        )
+        return complete(op, {**spec, "cut": cut, "client": ctx.client_address})
+
+    def teardown(self, ctx: NemesisContext) -> None:
+        iptables.heal(ctx.nodes)

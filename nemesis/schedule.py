@@ -1,0 +1,116 @@
+"""Fault schedules as pure, seeded timelines (no cluster needed).
+
+A schedule is a list of `(at_seconds, op)` with nemesis ops such as
+`{"process": "nemesis", "f": "start-partition", "value": "majority"}`. Two
+shapes, both deterministic for a seed:
+
+- `alternate` (Jepsen's `flip-flop` under `stagger`): each fault alternates
+  start and stop, waiting a uniform random 0..2*interval between ops; the
+  faults' timelines are merged, so different faults may overlap.
+- `rotate` (Bufstream's package rotation): time is cut into windows of
+  `stable_period`; each window picks a random non-empty subset of the faults,
+  or (one time in four) none — a quiet period; picked faults alternate inside
+  the window and are all stopped at its end.
+
+Every fault started is stopped before the schedule ends; `final_ops` heals
+everything regardless.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+OpDict = dict[str, Any]
+ValueFn = Callable[[random.Random], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One fault kind: its start op (value drawn per start) and its stop op
+    (None for one-shot faults such as lose-unfsynced)."""
+
+    name: str
+    start_f: str
+    start_value: ValueFn
+    stop_f: str | None
+    stop_value: Any = "all"
+
+    def start(self, rng: random.Random) -> OpDict:
+        return {"process": "nemesis", "f": self.start_f, "value": self.start_value(rng)}
+
+    def stop(self) -> OpDict | None:
+        if self.stop_f is None:
+            return None
+        return {"process": "nemesis", "f": self.stop_f, "value": self.stop_value}
+
+
+def _alternate(
+    fault: Fault, rng: random.Random, start: float, end: float, interval: float
+) -> list[tuple[float, OpDict]]:
+    out: list[tuple[float, OpDict]] = []
+    t, on = start, False
+    while True:
+        t += rng.uniform(0, 2 * interval)
+        if t >= end:
+            break
+        stop = fault.stop()
+        if on and stop is not None:
+            out.append((t, stop))
+            on = False
+        else:
+            out.append((t, fault.start(rng)))
+            on = stop is not None
+    stop = fault.stop()
+    if on and stop is not None:
+        out.append((end, stop))
+    return out
+
+
+def _merge(timelines: list[list[tuple[float, OpDict]]]) -> list[tuple[float, OpDict]]:
+    tagged = [(t, i, k, op) for i, tl in enumerate(timelines) for k, (t, op) in enumerate(tl)]
+    return [(round(t, 6), op) for t, _, _, op in sorted(tagged, key=lambda x: x[:3])]
+
+
+def alternate(
+    faults: Sequence[Fault], *, seed: int, duration: float, interval: float
+) -> list[tuple[float, OpDict]]:
+    """Each fault flip-flops start/stop on its own staggered clock."""
+    rngs = [random.Random(f"{seed}:{f.name}") for f in faults]
+    return _merge(
+        [_alternate(f, r, 0.0, duration, interval) for f, r in zip(faults, rngs, strict=True)]
+    )
+
+
+def rotate(
+    faults: Sequence[Fault],
+    *,
+    seed: int,
+    duration: float,
+    interval: float,
+    stable_period: float | None = None,
+) -> list[tuple[float, OpDict]]:
+    """Windows of a random subset of faults (or none, a quarter of the time)."""
+    rng = random.Random(f"{seed}:rotate")
+    period = stable_period or 4 * interval
+    out: list[list[tuple[float, OpDict]]] = []
+    t = 0.0
+    while t < duration:
+        end = min(t + period, duration)
+        if faults and rng.random() >= 0.25:
+            chosen = rng.sample(list(faults), rng.randint(1, len(faults)))
+            out += [_alternate(f, random.Random(rng.random()), t, end, interval) for f in chosen]
+        t = end
+    return _merge(out)
+
+
+def final_ops(faults: Sequence[Fault]) -> list[OpDict]:
+    """Stop ops of every fault, in order: the final heal before final reads."""
+    ops = []
+    for f in faults:
+        stop = f.stop()
+        if stop is not None and stop not in ops:
+            ops.append(stop)
+    return ops
