@@ -28,10 +28,8 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from checkers.history.errors import HistoryError
-from checkers.history.fields import INT_TEXT, check_core, describe
+from checkers.history.fields import INT_TEXT, describe
 from checkers.history.op import Op
-from checkers.history.pairing import attach_pairs
 from checkers.history.schema import LINE
 
 QUEUE_FS = frozenset({"send", "poll", "txn"})
@@ -279,10 +277,6 @@ class FlatBuilder:
 def flatten(ops: Iterable[Op]) -> pa.Table:
     """The flattened table of in-memory ops, checked and paired like a file
     (errors name ``<ops>`` and the op's 1-based position)."""
-    builder = FlatBuilder()
-    for n, op in enumerate(ops, 1):
-        try:
-            builder.add(*check_core(op.to_dict()), n)
-        except ValueError as e:
-            raise HistoryError("<ops>", n, str(e)) from None
-    return attach_pairs(builder.build(), "<ops>")
+    from checkers.history.writers import flatten_stream
+
+    return flatten_stream(ops)
