@@ -1,0 +1,563 @@
+"""The Raft client of one controller voter (KRaft's ``KafkaRaftClient``).
+
+It is a deterministic state machine driven from outside: ``poll()`` fires timers,
+``handle()`` takes a delivered message, ``append()`` writes as leader. Time comes
+from a ``Clock`` and randomness from a seeded ``random.Random``, and the only other
+collaborators are the three seams of ``protocols``; so a broker runs it over files
+and sockets, and the simulation runs it over memory on a virtual clock.
+
+What it implements:
+- elections: randomised election timeout, Vote with the candidate's (last epoch, end
+  offset), one vote per epoch (persisted before it is granted), BeginQuorumEpoch to
+  announce the winner, EndQuorumEpoch when a leader resigns;
+- replication: followers fetch with (fetch offset, last fetched epoch); the leader
+  answers with entries, or with a diverging epoch so the follower truncates, or with
+  its snapshot id when the follower is behind the log start (then FetchSnapshot);
+- commitment: the high watermark is the offset a majority of voters has matched,
+  counted only once it covers the leader's own leader-change entry;
+- failure detection: a follower that hears nothing from its leader for the fetch
+  timeout stands for election; a leader that hears from no majority for 1.5 fetch
+  timeouts resigns (check-quorum).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+from typing import Protocol
+
+from kio.schema.errors import ErrorCode
+
+from broker.raft import divergence
+from broker.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    Envelope,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    RaftRequest,
+    RaftResponse,
+    VoteRequest,
+    VoteResponse,
+)
+from broker.raft.protocols import (
+    Clock,
+    EntryKind,
+    LogEntry,
+    NetworkChannel,
+    OffsetAndEpoch,
+    QuorumStateStore,
+    ReplicatedLog,
+    Snapshot,
+)
+from broker.raft.quorum_state import (
+    AnyState,
+    CandidateState,
+    FollowerState,
+    LeaderState,
+    QuorumState,
+    ResignedState,
+    Role,
+    UnattachedState,
+    VotedState,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RaftConfig:
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    fetch_interval_ms: int = 50
+    request_timeout_ms: int = 500
+    max_fetch_entries: int = 512
+    snapshot_chunk_bytes: int = 64 * 1024
+
+
+class RaftListener(Protocol):
+    """The state machine above the log (the controller, a broker's metadata loader)."""
+
+    def handle_commit(self, entries: list[LogEntry]) -> None:
+        """Committed data entries, in offset order, each delivered once per incarnation."""
+
+    def handle_load_snapshot(self, snapshot: Snapshot) -> None:
+        """Replace all state with ``snapshot``; commits continue from its offset."""
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        """A new leader or epoch. For this node it is called once everything before its
+        epoch is committed and applied, i.e. when it may act as the active controller."""
+
+
+class NotLeaderError(Exception):
+    """``append`` on a node that is not the leader (NOT_CONTROLLER to the caller)."""
+
+
+@dataclass(slots=True)
+class _InFlight:
+    destination: int
+    request: RaftRequest
+    deadline: int
+
+
+class RaftClient:
+    def __init__(
+        self,
+        node_id: int,
+        voters: frozenset[int],
+        log: ReplicatedLog,
+        store: QuorumStateStore,
+        channel: NetworkChannel,
+        clock: Clock,
+        rng: random.Random,
+        config: RaftConfig | None = None,
+        listener: RaftListener | None = None,
+    ) -> None:
+        if node_id not in voters:
+            raise ValueError(f"node {node_id} is not among the voters {sorted(voters)}")
+        self.node_id = node_id
+        self.voters = voters
+        self.log = log
+        self.channel = channel
+        self.clock = clock
+        self.rng = rng
+        self.config = config or RaftConfig()
+        self.listener = listener
+        self.quorum = QuorumState(node_id, voters, store)
+        self._inflight: dict[int, _InFlight] = {}
+        self._next_correlation = 0
+        self._applied = 0
+        self._announced: tuple[int | None, int] | None = None
+
+    # -- public surface ------------------------------------------------------------------
+    def start(self) -> None:
+        self.quorum.restore(self._election_deadline())
+        if len(self.voters) == 1:
+            self._become_candidate()
+
+    @property
+    def epoch(self) -> int:
+        return self.quorum.epoch
+
+    @property
+    def role(self) -> Role:
+        return self.quorum.role
+
+    @property
+    def leader_id(self) -> int | None:
+        return self.quorum.leader_id
+
+    @property
+    def high_watermark(self) -> int | None:
+        state = self.quorum.state
+        if isinstance(state, LeaderState | FollowerState):
+            return state.high_watermark
+        return None
+
+    @property
+    def applied_offset(self) -> int:
+        """Everything below this offset has been handed to the listener."""
+        return self._applied
+
+    def is_ready_leader(self) -> bool:
+        return self._announced == (self.node_id, self.epoch) and self.role is Role.LEADER
+
+    def append(self, records: list[bytes]) -> int:
+        """Append as leader; return the first offset. Commitment is signalled later
+        through ``handle_commit`` once the high watermark passes it."""
+        state = self.quorum.state
+        if not isinstance(state, LeaderState):
+            raise NotLeaderError(f"node {self.node_id} is not the leader of epoch {self.epoch}")
+        first = self.log.append_as_leader(records, state.epoch, EntryKind.DATA)
+        if state.update_local(self.log.end_offset, self.clock.now_ms()):
+            self._deliver_committed()
+        return first
+
+    def create_snapshot(self, offset: int, data: bytes) -> None:
+        """Store the listener's state up to ``offset`` and drop the log before it."""
+        if offset > self._applied:
+            raise ValueError(f"snapshot at {offset} beyond the applied offset {self._applied}")
+        if offset <= self.log.start_offset:
+            return
+        epoch = self.log.read(offset - 1, 1)[0].epoch
+        self.log.create_snapshot(Snapshot(OffsetAndEpoch(epoch, offset), data))
+        self.log.delete_before_snapshot()
+
+    def resign(self) -> None:
+        """Graceful resignation: stop leading and ask the most caught-up voter to stand."""
+        state = self.quorum.state
+        if not isinstance(state, LeaderState):
+            return
+        successors = sorted(
+            (v for v in self.voters if v != self.node_id),
+            key=lambda v: -state.progress[v].end_offset,
+        )
+        self._transition(
+            ResignedState(
+                state.epoch, self._election_deadline(), set(successors), tuple(successors)
+            )
+        )
+
+    def poll(self) -> None:
+        now = self.clock.now_ms()
+        self._inflight = {c: f for c, f in self._inflight.items() if f.deadline > now}
+        state = self.quorum.state
+        if isinstance(state, UnattachedState | VotedState):
+            if now >= state.election_deadline:
+                self._become_candidate()
+        elif isinstance(state, CandidateState):
+            self._poll_candidate(state, now)
+        elif isinstance(state, LeaderState):
+            self._poll_leader(state, now)
+        elif isinstance(state, FollowerState):
+            self._poll_follower(state, now)
+        elif isinstance(state, ResignedState):
+            self._poll_resigned(state, now)
+        self._deliver_committed()
+
+    def handle(self, envelope: Envelope) -> None:
+        body = envelope.body
+        if envelope.is_request:
+            response = self._handle_request(envelope.source, body)  # type: ignore[arg-type]
+            self.channel.send(
+                Envelope(self.node_id, envelope.source, envelope.correlation_id, response)
+            )
+        else:
+            pending = self._inflight.pop(envelope.correlation_id, None)
+            if pending is None or pending.destination != envelope.source:
+                return  # late, duplicated or unknown: the request was already given up
+            self._handle_response(envelope.source, pending.request, body)  # type: ignore[arg-type]
+        self._deliver_committed()
+
+    # -- timers per role -----------------------------------------------------------------
+    def _poll_candidate(self, state: CandidateState, now: int) -> None:
+        if now >= state.election_deadline:
+            self._become_candidate()
+            return
+        last = self.log.end_offset_and_epoch()
+        request = VoteRequest(state.epoch, self.node_id, last.epoch, last.offset)
+        for voter in sorted(state.unanswered()):
+            self._send_unless_inflight(voter, request)
+
+    def _poll_leader(self, state: LeaderState, now: int) -> None:
+        if not state.has_majority_contact(now, self.config.fetch_timeout_ms * 3 // 2):
+            log.info(
+                "node %d: no majority fetched in epoch %d, resigning", self.node_id, state.epoch
+            )
+            self.resign()
+            return
+        for voter in sorted(self.voters - state.begin_epoch_acked):
+            self._send_unless_inflight(voter, BeginQuorumEpochRequest(self.node_id, state.epoch))
+
+    def _poll_follower(self, state: FollowerState, now: int) -> None:
+        if now >= state.fetch_deadline:
+            self._become_candidate()
+            return
+        if now < state.next_fetch_ms or self._has_inflight(state.leader_id):
+            return
+        request: RaftRequest
+        if state.snapshot_id is not None:
+            request = FetchSnapshotRequest(
+                self.node_id,
+                state.epoch,
+                state.snapshot_id,
+                len(state.snapshot_buffer),
+                self.config.snapshot_chunk_bytes,
+            )
+        else:
+            request = FetchRequest(
+                self.node_id,
+                state.epoch,
+                self.log.end_offset,
+                self.log.last_fetched_epoch(),
+                self.config.max_fetch_entries,
+            )
+        self._send(state.leader_id, request)
+
+    def _poll_resigned(self, state: ResignedState, now: int) -> None:
+        if now >= state.election_deadline:
+            self._become_candidate()
+            return
+        request = EndQuorumEpochRequest(self.node_id, state.epoch, state.preferred_successors)
+        for voter in sorted(state.unacked):
+            self._send_unless_inflight(voter, request)
+
+    # -- requests ------------------------------------------------------------------------
+    def _handle_request(self, source: int, request: RaftRequest) -> RaftResponse:
+        if isinstance(request, VoteRequest):
+            return self._handle_vote(request)
+        if isinstance(request, BeginQuorumEpochRequest):
+            self._observe(request.leader_epoch, request.leader_id)
+            return BeginQuorumEpochResponse(self._epoch_error(request.leader_epoch), *self._who())
+        if isinstance(request, EndQuorumEpochRequest):
+            return self._handle_end_quorum_epoch(request)
+        if isinstance(request, FetchRequest):
+            return self._handle_fetch(source, request)
+        return self._handle_fetch_snapshot(request)
+
+    def _who(self) -> tuple[int | None, int]:
+        return self.quorum.leader_id, self.epoch
+
+    def _epoch_error(self, epoch: int) -> ErrorCode:
+        return ErrorCode.fenced_leader_epoch if epoch < self.epoch else ErrorCode.none
+
+    def _handle_vote(self, request: VoteRequest) -> VoteResponse:
+        if request.candidate_id not in self.voters:
+            return VoteResponse(ErrorCode.inconsistent_voter_set, *self._who(), False)
+        if request.candidate_epoch < self.epoch:
+            return VoteResponse(ErrorCode.fenced_leader_epoch, *self._who(), False)
+        self._observe(request.candidate_epoch, None)
+        state = self.quorum.state
+        candidate_log = OffsetAndEpoch(request.last_offset_epoch, request.last_offset)
+        if isinstance(state, VotedState):
+            granted = state.voted_for == request.candidate_id
+        elif isinstance(state, UnattachedState):
+            granted = candidate_log >= self.log.end_offset_and_epoch()
+            if granted:
+                self.quorum.transition(
+                    VotedState(state.epoch, request.candidate_id, self._election_deadline())
+                )
+        else:
+            granted = False
+        return VoteResponse(ErrorCode.none, *self._who(), granted)
+
+    def _handle_end_quorum_epoch(self, request: EndQuorumEpochRequest) -> EndQuorumEpochResponse:
+        self._observe(request.leader_epoch, request.leader_id)
+        state = self.quorum.state
+        if isinstance(state, FollowerState) and state.leader_id == request.leader_id:
+            # The leader is going away: the most caught-up successor stands at once,
+            # the others wait longer, so one election usually suffices.
+            successors = list(request.preferred_successors)
+            rank = successors.index(self.node_id) if self.node_id in successors else len(successors)
+            state.fetch_deadline = min(
+                state.fetch_deadline, self.clock.now_ms() + rank * self.config.election_timeout_ms
+            )
+        return EndQuorumEpochResponse(self._epoch_error(request.leader_epoch), *self._who())
+
+    def _handle_fetch(self, source: int, request: FetchRequest) -> FetchResponse:
+        state = self.quorum.state
+        leader, epoch = self._who()
+        if request.current_leader_epoch < epoch:
+            return FetchResponse(ErrorCode.fenced_leader_epoch, leader, epoch)
+        if request.current_leader_epoch > epoch:
+            return FetchResponse(ErrorCode.unknown_leader_epoch, leader, epoch)
+        if not isinstance(state, LeaderState):
+            return FetchResponse(ErrorCode.not_leader_or_follower, leader, epoch)
+        state.record_contact(source, self.clock.now_ms())
+        start = self.log.start_offset
+        check = divergence.validate_fetch(
+            self.log, request.fetch_offset, request.last_fetched_epoch
+        )
+        if check.kind is divergence.FetchPosition.SNAPSHOT:
+            return FetchResponse(
+                ErrorCode.none,
+                leader,
+                epoch,
+                state.high_watermark,
+                start,
+                snapshot_id=check.position,
+            )
+        if check.kind is divergence.FetchPosition.DIVERGING:
+            return FetchResponse(
+                ErrorCode.none, leader, epoch, state.high_watermark, start, check.position
+            )
+        state.update_replica(source, request.fetch_offset, self.clock.now_ms())
+        entries = self.log.read(request.fetch_offset, min(request.max_entries, 4096))
+        return FetchResponse(
+            ErrorCode.none, leader, epoch, state.high_watermark, start, records=tuple(entries)
+        )
+
+    def _handle_fetch_snapshot(self, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
+        leader, epoch = self._who()
+        if request.current_leader_epoch != epoch or self.role is not Role.LEADER:
+            code = self._epoch_error(request.current_leader_epoch)
+            code = ErrorCode.not_leader_or_follower if code is ErrorCode.none else code
+            return FetchSnapshotResponse(code, leader, epoch)
+        snapshot = self.log.latest_snapshot()
+        if snapshot is None or snapshot.snapshot_id != request.snapshot_id:
+            return FetchSnapshotResponse(ErrorCode.snapshot_not_found, leader, epoch)
+        size = len(snapshot.data)
+        if request.position > size:
+            return FetchSnapshotResponse(ErrorCode.position_out_of_range, leader, epoch)
+        chunk = snapshot.data[request.position : request.position + request.max_bytes]
+        return FetchSnapshotResponse(
+            ErrorCode.none, leader, epoch, snapshot.snapshot_id, size, request.position, chunk
+        )
+
+    # -- responses -----------------------------------------------------------------------
+    def _handle_response(self, source: int, request: RaftRequest, response: RaftResponse) -> None:
+        if not self._observe(response.leader_epoch, response.leader_id):
+            return
+        state = self.quorum.state
+        if response.leader_epoch != state.epoch:
+            return
+        if isinstance(response, VoteResponse) and isinstance(state, CandidateState):
+            if response.error_code is ErrorCode.none:
+                state.record_vote(source, response.vote_granted)
+                if state.won():
+                    self._become_leader(state)
+        elif isinstance(response, BeginQuorumEpochResponse) and isinstance(state, LeaderState):
+            if response.error_code is ErrorCode.none:
+                state.begin_epoch_acked.add(source)
+        elif isinstance(response, EndQuorumEpochResponse) and isinstance(state, ResignedState):
+            state.unacked.discard(source)
+        elif isinstance(state, FollowerState) and source == state.leader_id:
+            if isinstance(response, FetchResponse) and isinstance(request, FetchRequest):
+                self._handle_fetch_response(state, request, response)
+            elif isinstance(response, FetchSnapshotResponse):
+                self._handle_fetch_snapshot_response(state, response)
+
+    def _handle_fetch_response(
+        self, state: FollowerState, request: FetchRequest, response: FetchResponse
+    ) -> None:
+        now = self.clock.now_ms()
+        if response.error_code is not ErrorCode.none:
+            state.next_fetch_ms = now + self.config.fetch_interval_ms
+            return
+        state.fetch_deadline = now + self.config.fetch_timeout_ms
+        state.next_fetch_ms = now
+        if request.fetch_offset != self.log.end_offset:
+            return  # our log moved since the request (a truncation): ask again
+        if response.diverging_epoch is not None:
+            cut = divergence.truncation_offset(self.log, response.diverging_epoch)
+            if state.high_watermark is not None and cut < state.high_watermark:
+                raise AssertionError(
+                    f"node {self.node_id}: truncation to {cut} below high watermark "
+                    f"{state.high_watermark}"
+                )
+            self.log.truncate_to(cut)
+            return
+        if response.snapshot_id is not None:
+            state.snapshot_id = response.snapshot_id
+            state.snapshot_buffer = bytearray()
+            return
+        if response.records:
+            self.log.append_as_follower(list(response.records))
+        else:
+            state.next_fetch_ms = now + self.config.fetch_interval_ms
+        state.update_high_watermark(response.high_watermark, self.log.end_offset)
+
+    def _handle_fetch_snapshot_response(
+        self, state: FollowerState, response: FetchSnapshotResponse
+    ) -> None:
+        now = self.clock.now_ms()
+        if response.error_code is not ErrorCode.none or response.snapshot_id != state.snapshot_id:
+            state.snapshot_id = None  # the leader moved on: start again with a fetch
+            state.next_fetch_ms = now + self.config.fetch_interval_ms
+            return
+        state.fetch_deadline = now + self.config.fetch_timeout_ms
+        if response.position != len(state.snapshot_buffer):
+            return
+        state.snapshot_buffer.extend(response.chunk)
+        if len(state.snapshot_buffer) < response.size:
+            return
+        snapshot = Snapshot(response.snapshot_id, bytes(state.snapshot_buffer))
+        self.log.install_snapshot(snapshot)
+        state.snapshot_id, state.snapshot_buffer = None, bytearray()
+        state.update_high_watermark(snapshot.snapshot_id.offset, self.log.end_offset)
+
+    # -- transitions ---------------------------------------------------------------------
+    def _observe(self, epoch: int, leader_id: int | None) -> bool:
+        """Move to a newer epoch, or learn our epoch's leader; False if ``epoch`` is stale."""
+        if epoch < self.epoch:
+            return False
+        known = leader_id is not None and leader_id != self.node_id
+        if epoch > self.epoch:
+            if known:
+                self._become_follower(epoch, leader_id)  # type: ignore[arg-type]
+            else:
+                self._transition(UnattachedState(epoch, self._election_deadline()))
+        elif known and self.role in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE):
+            self._become_follower(epoch, leader_id)  # type: ignore[arg-type]
+        return True
+
+    def _become_follower(self, epoch: int, leader_id: int) -> None:
+        if self.role is Role.LEADER:
+            self._transition(UnattachedState(epoch, self._election_deadline()))
+        now = self.clock.now_ms()
+        self._transition(FollowerState(epoch, leader_id, now + self.config.fetch_timeout_ms))
+
+    def _become_candidate(self) -> None:
+        state = CandidateState(self.epoch + 1, self.node_id, self.voters, self._election_deadline())
+        self._transition(state)
+        if state.won():
+            self._become_leader(state)
+
+    def _become_leader(self, candidate: CandidateState) -> None:
+        now = self.clock.now_ms()
+        epoch_start = self.log.end_offset
+        leader = LeaderState(candidate.epoch, self.node_id, self.voters, epoch_start, now)
+        self._transition(leader)
+        self.log.append_as_leader([b""], leader.epoch, EntryKind.LEADER_CHANGE)
+        leader.update_local(self.log.end_offset, now)
+        log.info(
+            "node %d: leader of epoch %d from offset %d", self.node_id, leader.epoch, epoch_start
+        )
+
+    def _transition(self, state: AnyState) -> None:
+        self.quorum.transition(state)
+        self._inflight.clear()
+        self._notify_leader_change()
+
+    def _notify_leader_change(self) -> None:
+        if self.role is Role.LEADER:
+            return  # announced once ready, from _deliver_committed
+        current = (self.quorum.leader_id, self.epoch)
+        if current != self._announced:
+            self._announced = current
+            if self.listener is not None:
+                self.listener.handle_leader_change(*current)
+
+    def _election_deadline(self) -> int:
+        timeout = self.config.election_timeout_ms
+        return self.clock.now_ms() + timeout + self.rng.randrange(timeout)
+
+    # -- delivery ------------------------------------------------------------------------
+    def _deliver_committed(self) -> None:
+        hw = self.high_watermark
+        if hw is None:
+            return
+        if self._applied < self.log.start_offset:
+            snapshot = self.log.latest_snapshot()
+            if snapshot is None:
+                raise AssertionError("log starts after 0 without a snapshot")
+            if self.listener is not None:
+                self.listener.handle_load_snapshot(snapshot)
+            self._applied = snapshot.snapshot_id.offset
+        while self._applied < hw:
+            entries = self.log.read(self._applied, min(hw - self._applied, 1024))
+            data = [e for e in entries if e.kind is EntryKind.DATA]
+            self._applied = entries[-1].offset + 1
+            if data and self.listener is not None:
+                self.listener.handle_commit(data)
+        state = self.quorum.state
+        if (
+            isinstance(state, LeaderState)
+            and self._applied > state.epoch_start_offset
+            and self._announced != (self.node_id, state.epoch)
+        ):
+            self._announced = (self.node_id, state.epoch)
+            if self.listener is not None:
+                self.listener.handle_leader_change(self.node_id, state.epoch)
+
+    # -- sending -------------------------------------------------------------------------
+    def _has_inflight(self, destination: int) -> bool:
+        return any(f.destination == destination for f in self._inflight.values())
+
+    def _send_unless_inflight(self, destination: int, request: RaftRequest) -> None:
+        if not any(
+            f.destination == destination and type(f.request) is type(request)
+            for f in self._inflight.values()
+        ):
+            self._send(destination, request)
+
+    def _send(self, destination: int, request: RaftRequest) -> None:
+        self._next_correlation += 1
+        deadline = self.clock.now_ms() + self.config.request_timeout_ms
+        self._inflight[self._next_correlation] = _InFlight(destination, request, deadline)
+        self.channel.send(Envelope(self.node_id, destination, self._next_correlation, request))
