@@ -1,0 +1,25 @@
+"""DescribeCluster: the brokers, the controller and the cluster id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.api.registry import RequestContext, api
+from broker.errors import ErrorCode
+
+
+@api(60, 0, 1)
+async def handle_describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "endpoint_type": 1,
+        "cluster_id": broker.config["cluster.id"],
+        "controller_id": broker.node_id,
+        "brokers": [
+            {"broker_id": broker.node_id, "host": broker.host, "port": broker.port, "rack": None}
+        ],
+        "cluster_authorized_operations": -2147483648,
+    }

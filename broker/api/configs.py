@@ -1,0 +1,94 @@
+"""DescribeConfigs for topics (their effective configuration) and brokers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.api.registry import RequestContext, api
+from broker.config import BROKER_KEYS, topic_config
+from broker.errors import ErrorCode
+
+TOPIC, BROKER = 2, 4
+SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
+TYPE_BOOLEAN, TYPE_STRING, TYPE_LONG = 1, 2, 5
+
+
+def render(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def config_type(value: Any) -> int:
+    if isinstance(value, bool):
+        return TYPE_BOOLEAN
+    return TYPE_LONG if isinstance(value, int) else TYPE_STRING
+
+
+def entry(name: str, value: Any, source: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": render(value),
+        "read_only": source != SOURCE_TOPIC,
+        "config_source": source,
+        "is_default": source == SOURCE_DEFAULT,
+        "is_sensitive": False,
+        "synonyms": [],
+        "config_type": config_type(value),
+        "documentation": None,
+    }
+
+
+def describe_topic(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
+    topic = ctx.broker.topics.topics[name]
+    effective = topic_config(ctx.broker.config, topic.configs)
+    broker_values = ctx.broker.config.values
+    return [
+        entry(
+            key,
+            value,
+            SOURCE_TOPIC
+            if key in topic.configs
+            else SOURCE_STATIC_BROKER
+            if key in broker_values
+            else SOURCE_DEFAULT,
+        )
+        for key, value in effective.items()
+    ]
+
+
+def describe_broker(ctx: RequestContext) -> list[dict[str, Any]]:
+    config = ctx.broker.config
+    return [
+        entry(key, config[key], SOURCE_STATIC_BROKER if key in config.values else SOURCE_DEFAULT)
+        for key in BROKER_KEYS
+    ]
+
+
+@api(32, 1, 4)
+async def handle_describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    results = []
+    for resource in request.resources:
+        result: dict[str, Any] = {
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "resource_type": resource.resource_type,
+            "resource_name": resource.resource_name,
+            "configs": [],
+        }
+        if resource.resource_type == TOPIC and resource.resource_name in ctx.broker.topics.topics:
+            configs = describe_topic(ctx, resource.resource_name)
+        elif resource.resource_type == BROKER and resource.resource_name in (
+            "",
+            str(ctx.broker.node_id),
+        ):
+            configs = describe_broker(ctx)
+        elif resource.resource_type == TOPIC:
+            result["error_code"] = ErrorCode.unknown_topic_or_partition
+            configs = []
+        else:
+            result["error_code"] = ErrorCode.invalid_request
+            result["error_message"] = f"unsupported resource {resource.resource_type}"
+            configs = []
+        wanted = resource.configuration_keys
+        result["configs"] = [c for c in configs if wanted is None or c["name"] in wanted]
+        results.append(result)
+    return {"throttle_time": 0, "results": results}

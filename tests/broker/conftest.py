@@ -1,0 +1,29 @@
+"""Fixtures for broker tests: brokers as subprocesses, always killed by PID."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.broker.process import BrokerProcess
+
+
+@pytest.fixture
+def start_broker(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+    started: list[BrokerProcess] = []
+
+    def start(*settings: str, name: str = "node1") -> BrokerProcess:
+        broker = BrokerProcess(tmp_path / name, list(settings))
+        started.append(broker)
+        return broker.start()
+
+    yield start
+    for broker in started:
+        broker.kill()
+
+
+@pytest.fixture
+def broker(start_broker: Callable[..., BrokerProcess]) -> BrokerProcess:
+    return start_broker()

@@ -1,0 +1,182 @@
+"""Real clients against a real broker process: confluent-kafka (librdkafka) and
+kafka-python, with unmodified client settings."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from tests.broker.process import BrokerProcess
+
+pytestmark = [pytest.mark.broker, pytest.mark.integration]
+
+
+def create(bootstrap: str, name: str, partitions: int = 1, **configs: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = NewTopic(
+        name, partitions, 1, config={k.replace("_", "."): v for k, v in configs.items()}
+    )
+    admin.create_topics([topic])[name].result(10)
+
+
+def produce(
+    bootstrap: str, topic: str, values: list[bytes], **settings: object
+) -> list[tuple[int, int]]:
+    """Produces and returns ``(partition, offset)`` of every acknowledged record."""
+    producer = Producer({"bootstrap.servers": bootstrap, **settings})
+    acked: list[tuple[int, int]] = []
+    errors: list[object] = []
+
+    def report(err: object, msg: object) -> None:
+        if err is None:
+            acked.append((msg.partition(), msg.offset()))
+        else:
+            errors.append(err)
+
+    for i, value in enumerate(values):
+        producer.produce(topic, value, key=b"%d" % (i % 10), on_delivery=report)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    assert errors == []
+    return acked
+
+
+def consume(
+    bootstrap: str, topic: str, partitions: int, count: int, **settings: object
+) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            **settings,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None:
+                assert msg.error() is None, msg.error()
+                values.append(msg.value())
+    finally:
+        consumer.close()
+    return values
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_confluent_round_trip_with_each_codec(broker: BrokerProcess, codec: str) -> None:
+    create(broker.bootstrap, "codec", 3)
+    values = [b"%s-%05d-" % (codec.encode(), i) + b"x" * 90 for i in range(3000)]
+    acked = produce(
+        broker.bootstrap, "codec", values, **{"compression.type": codec, "linger.ms": 5}
+    )
+    assert len(acked) == len(values)
+    assert len(set(acked)) == len(acked)
+    assert sorted(consume(broker.bootstrap, "codec", 3, len(values))) == sorted(values)
+
+
+def test_idempotent_acks_all_producer_and_read_committed_consumer(broker: BrokerProcess) -> None:
+    create(broker.bootstrap, "idem", 2)
+    values = [b"i%05d" % i for i in range(2000)]
+    acked = produce(broker.bootstrap, "idem", values, **{"enable.idempotence": True, "acks": "all"})
+    for partition in (0, 1):
+        offsets = sorted(o for p, o in acked if p == partition)
+        assert offsets == list(range(len(offsets)))  # no gaps, no duplicates
+    got = consume(broker.bootstrap, "idem", 2, len(values), **{"isolation.level": "read_committed"})
+    assert sorted(got) == values
+
+
+def test_acks_zero_and_one(broker: BrokerProcess) -> None:
+    create(broker.bootstrap, "acks")
+    produce(broker.bootstrap, "acks", [b"zero-%d" % i for i in range(100)], acks=0)
+    produce(broker.bootstrap, "acks", [b"one-%d" % i for i in range(100)], acks=1)
+    assert len(consume(broker.bootstrap, "acks", 1, 200)) == 200
+
+
+def test_unknown_topic_is_not_auto_created_by_default(broker: BrokerProcess) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 3000})
+    failures: list[object] = []
+    producer.produce("missing", b"v", on_delivery=lambda err, _msg: failures.append(err))
+    producer.flush(10)
+    assert len(failures) == 1 and failures[0] is not None
+    metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
+    assert "missing" not in metadata.topics
+
+
+def test_auto_create_when_enabled(start_broker) -> None:
+    broker = start_broker("auto.create.topics.enable=true", "num.partitions=2")
+    produce(broker.bootstrap, "auto", [b"a", b"b"])
+    metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
+    assert len(metadata.topics["auto"].partitions) == 2
+
+
+def test_admin_create_describe_delete(broker: BrokerProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    create(broker.bootstrap, "admin", 4, min_insync_replicas="1", cleanup_policy="delete")
+    with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):
+        admin.create_topics([NewTopic("admin", 1, 1)])["admin"].result(10)
+    with pytest.raises(KafkaException, match="INVALID_REPLICATION_FACTOR"):
+        admin.create_topics([NewTopic("rf3", 1, 3)])["rf3"].result(10)
+    with pytest.raises(KafkaException, match="INVALID_CONFIG"):
+        admin.create_topics([NewTopic("bad", 1, 1, config={"segment.bytes": "x"})])["bad"].result(
+            10
+        )
+    resource = ConfigResource("topic", "admin")
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["cleanup.policy"].value == "delete"
+    assert configs["segment.bytes"].value == str(1024**3)
+    cluster = admin.describe_cluster().result(10)
+    assert [n.id for n in cluster.nodes] == [1]
+    admin.delete_topics(["admin"])["admin"].result(10)
+    assert "admin" not in admin.list_topics(timeout=10).topics
+
+
+def test_list_offsets_earliest_latest_and_by_time(broker: BrokerProcess) -> None:
+    create(broker.bootstrap, "times")
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        producer.produce("times", b"t%d" % i, timestamp=1_000_000 + i * 1000)
+    producer.flush(10)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition("times", 0), timeout=10)
+        assert (low, high) == (0, 10)
+        [found] = consumer.offsets_for_times([TopicPartition("times", 0, 1_004_500)], timeout=10)
+        assert found.offset == 5
+        [beyond] = consumer.offsets_for_times([TopicPartition("times", 0, 9_000_000)], timeout=10)
+        assert beyond.offset == -1
+    finally:
+        consumer.close()
+
+
+def test_kafka_python_produce_and_consume(broker: BrokerProcess) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KTopicPartition
+
+    create(broker.bootstrap, "kp", 2)
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap, acks="all", compression_type="gzip"
+    )
+    futures = [producer.send("kp", b"kp-%d" % i, partition=i % 2) for i in range(500)]
+    producer.flush(30)
+    offsets = sorted((f.get(10).partition, f.get(10).offset) for f in futures)
+    assert offsets == sorted([(0, i) for i in range(250)] + [(1, i) for i in range(250)])
+    producer.close()
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap, enable_auto_commit=False, consumer_timeout_ms=10000
+    )
+    consumer.assign([KTopicPartition("kp", 0), KTopicPartition("kp", 1)])
+    consumer.seek_to_beginning()
+    values = []
+    for message in consumer:
+        values.append(message.value)
+        if len(values) == 500:
+            break
+    consumer.close()
+    assert sorted(values) == sorted(b"kp-%d" % i for i in range(500))

@@ -1,0 +1,162 @@
+"""Storage: appends, reads, rolling, retention, recovery and producer state."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from broker.config import TOPIC_KEYS
+from broker.errors import ErrorCode, KafkaError
+from broker.log.ledger import FsyncLedger, read_ledger
+from broker.log.log import Log
+from tests.broker.batches import make_batch, read_values
+
+
+def settings(**overrides: object) -> dict[str, object]:
+    values = {name: key.default for name, key in TOPIC_KEYS.items()}
+    values.update({k.replace("_", "."): v for k, v in overrides.items()})
+    return values
+
+
+@pytest.fixture
+def ledger(tmp_path: Path):
+    ledger = FsyncLedger(tmp_path)
+    yield ledger
+    ledger.close()
+
+
+def open_log(tmp_path: Path, ledger: FsyncLedger, clean: bool = False, **overrides: object) -> Log:
+    return Log.open(tmp_path / "t-0", settings(**overrides), ledger, clean)
+
+
+def values_of(log: Log, start: int = 0) -> list[tuple[int, bytes]]:
+    """Everything from ``start``; like Kafka, one read stops at a segment's end."""
+    out: list[tuple[int, bytes]] = []
+    position = start
+    while position < log.next_offset:
+        data = log.read(position, 1 << 30, log.next_offset)
+        out += read_values(data)
+        position = max(position + 1, log.next_offset if not data else _end_offset(data))
+    return out
+
+
+def _end_offset(records: bytes) -> int:
+    from broker.log.batch import iter_batches
+
+    return max(h.next_offset for _, h in iter_batches(records))
+
+
+def test_append_assigns_offsets_and_reads_back(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger)
+    assert log.append(bytearray(make_batch([b"a", b"b"])), 0).first_offset == 0
+    assert log.append(bytearray(make_batch([b"c"])), 0).first_offset == 2
+    assert values_of(log) == [(0, b"a"), (1, b"b"), (2, b"c")]
+    assert values_of(log, 2) == [(2, b"c")]
+    with pytest.raises(KafkaError) as e:
+        log.read(4, 100, 10)
+    assert e.value.code == ErrorCode.offset_out_of_range
+
+
+def test_corrupt_batch_is_refused(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger)
+    data = bytearray(make_batch([b"x" * 50]))
+    data[-3] ^= 0xFF
+    with pytest.raises(KafkaError) as e:
+        log.append(data, 0)
+    assert e.value.code == ErrorCode.corrupt_message
+
+
+def test_segments_roll_by_size_and_retention_drops_old_ones(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    log = open_log(tmp_path, ledger, segment_bytes=300, retention_bytes=700)
+    for i in range(20):
+        log.append(bytearray(make_batch([b"%03d" % i + b"x" * 60])), 0)
+    names = sorted(p.name for p in (tmp_path / "t-0").glob("*.log"))
+    assert len(names) > 4 and names[0] == "00000000000000000000.log"
+    assert all(len(Path(n).stem) == 20 for n in names)
+    deleted = log.apply_retention(now_ms=0, upper=log.next_offset)
+    assert deleted > 0 and log.log_start_offset > 0
+    assert log.size - log.segments[0].size < 700
+    assert values_of(log, log.log_start_offset)[-1][1].startswith(b"019")
+
+
+def test_time_retention_keeps_the_active_segment(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger, segment_bytes=200, retention_ms=1000)
+    for _ in range(6):
+        log.append(bytearray(make_batch([b"y" * 80], timestamp_ms=1_000)), 0)
+    log.apply_retention(now_ms=1_000_000, upper=log.next_offset)
+    assert len(log.segments) == 1 and log.log_start_offset == log.segments[-1].base_offset
+
+
+def test_torn_tail_is_truncated_on_recovery(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger)
+    for i in range(5):
+        log.append(bytearray(make_batch([b"r%d" % i])), 0)
+    path = log.segments[-1].path
+    size = path.stat().st_size
+    log.close()
+    with open(path, "r+b") as f:
+        f.truncate(size - 7)  # a torn write of the last batch
+    recovered = open_log(tmp_path, ledger)
+    assert [v for _, v in values_of(recovered)] == [b"r0", b"r1", b"r2", b"r3"]
+    assert recovered.append(bytearray(make_batch([b"next"])), 0).first_offset == 4
+
+
+def test_corrupt_index_is_rebuilt(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger, index_interval_bytes=100)
+    for i in range(40):
+        log.append(bytearray(make_batch([b"i%02d" % i + b"z" * 40])), 0)
+    index_path = log.segments[0].index.path
+    entries = len(log.segments[0].index.offsets)
+    log.close()
+    assert entries > 5
+    index_path.write_bytes(b"\xff" * 13)
+    recovered = open_log(tmp_path, ledger, clean=True, index_interval_bytes=100)
+    assert len(recovered.segments[0].index.offsets) == entries
+    assert values_of(recovered, 33)[0] == (33, b"i33" + b"z" * 40)
+
+
+def test_power_loss_keeps_exactly_the_fsynced_prefix(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger, flush_messages=3, segment_bytes=400)
+    for i in range(10):
+        log.append(bytearray(make_batch([b"p%d" % i + b"-" * 60])), 0)
+    synced = read_ledger(tmp_path)
+    for path in (tmp_path / "t-0").iterdir():  # what the lose-unfsynced fault does
+        rel = path.relative_to(tmp_path).as_posix()
+        os.truncate(path, min(path.stat().st_size, synced.get(rel, 0)))
+    recovered = open_log(tmp_path, ledger)
+    assert [v[:2] for _, v in values_of(recovered)] == [b"p%d" % i for i in range(9)]
+
+
+def test_producer_state_survives_restart(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger, segment_bytes=250)
+    for seq in range(0, 10, 2):
+        log.append(bytearray(make_batch([b"a" * 40, b"b" * 40], 7, 0, seq)), 0)
+    log.segments[-1].close()  # a crash: no clean snapshot
+    recovered = open_log(tmp_path, ledger)
+    duplicate = recovered.append(bytearray(make_batch([b"a" * 40, b"b" * 40], 7, 0, 8)), 0)
+    assert duplicate.duplicate and duplicate.first_offset == 8
+    with pytest.raises(KafkaError) as e:
+        recovered.append(bytearray(make_batch([b"c"], 7, 0, 11)), 0)
+    assert e.value.code == ErrorCode.out_of_order_sequence_number
+
+
+def test_markers_track_lso_and_aborted_index(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger)
+    log.append(bytearray(make_batch([b"t1"], 5, 0, 0, transactional=True)), 0)
+    log.append(bytearray(make_batch([b"plain"])), 0)
+    assert log.producer_state.first_unstable_offset() == 0
+    abort_at = log.append_marker(5, 0, commit=False, coordinator_epoch=3, leader_epoch=0)
+    assert abort_at == 2 and log.producer_state.first_unstable_offset() is None
+    [aborted] = log.aborted_transactions(0, log.next_offset)
+    assert (aborted.producer_id, aborted.first_offset, aborted.last_offset) == (5, 0, 2)
+    with pytest.raises(KafkaError) as e:
+        log.append_marker(5, 0, commit=True, coordinator_epoch=2, leader_epoch=0)
+    assert e.value.code == ErrorCode.transaction_coordinator_fenced
+    log.close()
+    reopened = open_log(tmp_path, ledger)  # unclean reopen rebuilds from the log
+    assert [a.first_offset for a in reopened.aborted_transactions(0, 10)] == [0]
+    assert values_of(reopened) == [(0, b"t1"), (1, b"plain")]
