@@ -5,8 +5,28 @@ from __future__ import annotations
 
 from checkers.history.errors import HistoryError
 from checkers.history.flatten import flatten
-from checkers.history.formats import FORMATS, detect_format, read_flat
+from checkers.history.formats import (
+    FORMATS,
+    convert,
+    detect_format,
+    read_flat,
+    read_ops,
+    write_history,
+)
 from checkers.history.op import Op
 from checkers.history.schema import FLAT_SCHEMA
+from checkers.history.unflatten import unflatten
 
-__all__ = ["FLAT_SCHEMA", "FORMATS", "HistoryError", "Op", "detect_format", "flatten", "read_flat"]
+__all__ = [
+    "FLAT_SCHEMA",
+    "FORMATS",
+    "HistoryError",
+    "Op",
+    "convert",
+    "detect_format",
+    "flatten",
+    "read_flat",
+    "read_ops",
+    "unflatten",
+    "write_history",
+]

@@ -5,13 +5,19 @@ table) and Jepsen ``history.edn``."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from checkers.history.edn import read_edn_unpaired
 from checkers.history.errors import HistoryError
 from checkers.history.jsonl import read_jsonl_unpaired
+from checkers.history.op import Op
 from checkers.history.pairing import attach_pairs
-from checkers.history.parquet import read_parquet_flat
+from checkers.history.parquet import read_parquet_flat, write_parquet
+from checkers.history.unflatten import unflatten
+from checkers.history.writers import write_ops
 
 FORMATS = ("jsonl", "parquet", "jepsen-edn")
 EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".edn": "jepsen-edn"}
@@ -64,6 +70,36 @@ def read_flat(
         return read_parquet_flat(path)
     if fmt == "jsonl":
         return attach_pairs(read_jsonl_unpaired(path, workers), path)
-    from checkers.history.edn import read_edn_unpaired
-
     return attach_pairs(read_edn_unpaired(path), path)
+
+
+def read_ops(path: str | os.PathLike[str], fmt: str = "auto") -> Iterator[Op]:
+    """Any history file → its checked ops, in order."""
+    return unflatten(read_flat(path, fmt), str(path))
+
+
+def write_history(ops: Iterable[Op], path: str | os.PathLike[str], fmt: str | None = None) -> int:
+    """Writes ops in ``fmt`` (default: from the extension); returns how many."""
+    path = str(path)
+    fmt = fmt or format_from_extension(path)
+    if fmt is None:
+        raise HistoryError(path, None, "cannot tell the format from the extension; name one")
+    return write_ops(ops, path, fmt)
+
+
+def convert(src: str, dst: str, src_format: str = "auto", dst_format: str | None = None) -> int:
+    """Converts a history between formats (checking it on the way); returns
+    the number of ops written."""
+    dst_format = dst_format or format_from_extension(dst)
+    if dst_format not in FORMATS:
+        raise HistoryError(
+            dst, None, "cannot tell the output format from the extension (.jsonl, .parquet, .edn)"
+        )
+    table = read_flat(src, src_format)
+    try:
+        if dst_format == "parquet":
+            write_parquet(table, dst)
+            return int(pc.sum(pc.equal(table["row"], 0)).as_py() or 0)
+        return write_ops(unflatten(table, src), dst, dst_format)
+    except OSError as e:
+        raise HistoryError(dst, None, f"cannot write: {e.strerror or e}") from None

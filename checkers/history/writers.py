@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
+from checkers.history.edn import write_edn
 from checkers.history.errors import HistoryError
 from checkers.history.fields import check_core
 from checkers.history.flatten import FlatBuilder
@@ -42,7 +43,5 @@ def write_ops(ops: Iterable[Op], path: str, fmt: str) -> int:
         write_parquet(table, path)
         return int((table["row"].to_numpy() == 0).sum())
     if fmt == "jepsen-edn":
-        from checkers.history.edn import write_edn
-
         return write_edn(ops, path)
     raise ValueError(f"unknown history format {fmt!r}")

@@ -20,6 +20,7 @@ from typing import NoReturn
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.cli.broker",
     "harness.cli.cluster",
+    "harness.cli.convert",
     "harness.cli.report",
     "harness.cli.serve",
 )
