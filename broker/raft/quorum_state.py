@@ -91,9 +91,6 @@ class CandidateState:
     def won(self) -> bool:
         return len(self.granted) > len(self.voters) // 2
 
-    def lost(self) -> bool:
-        return len(self.rejected) > len(self.voters) // 2
-
     def unanswered(self) -> set[int]:
         return set(self.voters) - self.granted - self.rejected
 

@@ -1,0 +1,67 @@
+"""Targeted Raft client behaviours on the simulated network: snapshot transfer to a
+follower behind the log start, graceful resignation, restart of a whole cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.raft.client import NotLeaderError
+from broker.raft.quorum_state import Role
+from tests.broker.raft.sim_cluster import SimCluster
+from tests.broker.raft.test_simulation import wait_for_convergence
+
+
+def test_follower_behind_log_start_catches_up_by_fetch_snapshot() -> None:
+    cluster = SimCluster(3, 61, snapshot_every=30)
+    wait_for_convergence(cluster)
+    leader = cluster.leader()
+    assert leader is not None
+    lagging = min(cluster.ids - {leader.node_id})
+    cluster.crash(lagging)
+    for _ in range(150):
+        cluster.append_value()
+        cluster.step()
+    wait_for_convergence(cluster)
+    assert cluster.nodes[leader.node_id].log.start_offset > 100
+    cluster.start(lagging)
+    wait_for_convergence(cluster)
+    node = cluster.nodes[lagging]
+    assert node.log.start_offset > 0, "the follower should have loaded a snapshot"
+    leader_state = cluster.nodes[leader.node_id].state
+    assert node.state is not None and leader_state is not None
+    applied = node.client.applied_offset if node.client else 0
+    assert {o: v for o, v in leader_state.values.items() if o < applied} == node.state.values
+    cluster.check_nothing_committed_lost()
+
+
+def test_graceful_resignation_hands_over_within_one_election_timeout() -> None:
+    cluster = SimCluster(3, 71)
+    wait_for_convergence(cluster)
+    old = cluster.leader()
+    assert old is not None
+    epoch = old.epoch
+    old.resign()
+    assert old.role is Role.RESIGNED
+    with pytest.raises(NotLeaderError):
+        old.append([b"late"])
+    cluster.run_for(cluster.config.election_timeout_ms)
+    new = cluster.leader()
+    assert new is not None and new.node_id != old.node_id and new.epoch == epoch + 1
+    assert old.role is Role.FOLLOWER and old.leader_id == new.node_id
+
+
+def test_whole_cluster_restart_keeps_committed_data() -> None:
+    cluster = SimCluster(5, 81)
+    wait_for_convergence(cluster)
+    for _ in range(60):
+        cluster.append_value()
+        cluster.step()
+    wait_for_convergence(cluster)
+    committed = dict(cluster.committed)
+    for node_id in cluster.ids:
+        cluster.crash(node_id)
+    for node_id in sorted(cluster.ids):
+        cluster.start(node_id)
+    wait_for_convergence(cluster)
+    assert all(cluster.committed[o] == e for o, e in committed.items())
+    cluster.check_nothing_committed_lost()
