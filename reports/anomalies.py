@@ -23,17 +23,25 @@ VALUE_CHARS = 160
 
 
 def anomaly_sections(results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One section per anomaly kind, failing kinds first, with capped instances."""
+    """One section per anomaly kind, failing kinds first, with capped instances.
+    The count is the checker's total (``stats.anomaly_counts``) when it gives one,
+    since it may store only the first instances of a kind."""
     anomalies = results.get("anomalies") or {}
     allowed = set(results.get("allowed") or ())
+    why = results.get("allowed_why") or {}
+    stats = results.get("stats") if isinstance(results.get("stats"), Mapping) else {}
+    totals = stats.get("anomaly_counts") or {}
     out = []
     for kind, instances in anomalies.items():
         instances = list(instances or [])
+        total = totals.get(kind)
         out.append(
             {
                 "kind": kind,
-                "count": len(instances),
+                "count": total if isinstance(total, int) else len(instances),
+                "stored": len(instances),
                 "allowed": kind in allowed,
+                "why": str(why.get(kind, "")) if isinstance(why, Mapping) else "",
                 "realtime": is_realtime(kind),
                 "explanation": explain(kind),
                 "instances": [instance_view(i) for i in instances[:MAX_INSTANCES]],

@@ -37,22 +37,24 @@ def cycle_views(pairs: Pairs, results: Mapping[str, Any]) -> list[dict[str, Any]
 def _cycle(
     pairs: Pairs, row_of: dict[int, int], kind: str, inst: Mapping[str, Any]
 ) -> dict[str, Any]:
-    ops = instance_ops(inst)
-    nodes = [_node(pairs, row_of, idx) for idx in ops]
     steps = [s for s in inst.get("steps") or () if isinstance(s, Mapping)]
-    edges = []
-    for i in range(len(ops)):
-        step = steps[i] if i < len(steps) else {}
-        label = " ".join(str(step[k]) for k in ("type", "key") if step.get(k) is not None)
-        edges.append(
-            {
-                "from": i,
-                "to": (i + 1) % len(ops),
-                "label": label,
-                "text": short(step.get("explanation", ""), 200),
-            }
-        )
-    keys = sorted({k for n in nodes for k in n.pop("keys")})
+    ends = [(_ref(s.get("from")), _ref(s.get("to"))) for s in steps]
+    if steps and all(a is not None and b is not None for a, b in ends):
+        ops = list(dict.fromkeys(i for pair in ends for i in pair if i is not None))
+        pos = {idx: i for i, idx in enumerate(ops)}
+        edges = [
+            _edge(pos[a], pos[b], s)
+            for (a, b), s in zip(ends, steps, strict=True)
+            if a is not None and b is not None
+        ]
+    else:  # no steps: the ops named, in order, as a ring
+        ops = instance_ops(inst)
+        edges = [
+            _edge(i, (i + 1) % len(ops), steps[i] if i < len(steps) else {})
+            for i in range(len(ops))
+        ]
+    nodes = [_node(pairs, row_of, idx) for idx in ops]
+    keys = sorted({k for n in nodes for k in n.pop("keys")}, key=_natural)
     return {
         "kind": kind,
         "realtime": is_realtime(kind),
@@ -61,6 +63,29 @@ def _cycle(
         "edges": edges,
         "keys": keys,
     }
+
+
+def _ref(v: Any) -> int | None:
+    """A step's end: an op map with an ``index``, or a bare index."""
+    if isinstance(v, Mapping):
+        v = v.get("index")
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _edge(a: int, b: int, step: Mapping[str, Any]) -> dict[str, Any]:
+    rel = step.get("rel", step.get("type"))
+    label = " ".join(str(x) for x in (rel, step.get("key")) if x is not None)
+    detail = {k: v for k, v in step.items() if k not in ("from", "to", "explanation")}
+    return {
+        "from": a,
+        "to": b,
+        "label": label,
+        "text": str(step.get("explanation") or short(detail, 200)),
+    }
+
+
+def _natural(k: str) -> tuple[int, int | str]:
+    return (0, int(k)) if k.lstrip("-").isdigit() else (1, k)
 
 
 def _node(pairs: Pairs, row_of: dict[int, int], idx: int) -> dict[str, Any]:
@@ -110,7 +135,10 @@ def linearizability(
     for key, label in labels.items():
         hits = [i for i in realtime if key in cycles[i]["keys"]]
         per_key.append({"key": key, "label": label, "violations": hits})
-    checked = any(str(k).endswith("-realtime") for k in _checked_kinds(results))
+    stats = results.get("stats")
+    checked = (isinstance(stats, Mapping) and "graph" in stats) or any(
+        str(k).endswith("-realtime") for k in _checked_kinds(results)
+    )
     return {
         "checked": checked,
         "keys": per_key,

@@ -32,6 +32,10 @@ BASE_KINDS = (
     "int-nonmonotonic-send",
     "G0",
     "G1c",
+    "G0-process",
+    "G1c-process",
+    "G0-realtime",
+    "G1c-realtime",
 )
 MAX_LISTED = 50
 

@@ -9,7 +9,7 @@ carries the detail.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 EXPLANATIONS: dict[str, str] = {
@@ -85,21 +85,30 @@ EXPLANATIONS: dict[str, str] = {
         "Circular information flow that also uses real-time order: some operation observed "
         "effects from the future relative to when it ran."
     ),
+    "cycle-search-timeout": (
+        "A dependency cycle exists among some operations, but the search ran out of time "
+        "before naming one: the run could not be fully judged."
+    ),
 }
 
 GENERIC = "An anomaly reported by the checker; see each instance's explanation."
 
-# Fields of an instance that name ops by history index.
-OP_FIELDS = (
-    "op",
-    "ops",
-    "writer",
-    "reader",
-    "readers",
-    "cycle",
-    "op_index",
-    "writer_index",
-    "reader_index",
+# Fields that name ops by bare history index (op references are otherwise
+# maps with an ``index`` and a ``process``, found wherever they nest).
+OP_FIELDS = frozenset(
+    {
+        "op",
+        "ops",
+        "writer",
+        "reader",
+        "readers",
+        "cycle",
+        "max_read",
+        "prev_op",
+        "op_index",
+        "writer_index",
+        "reader_index",
+    }
 )
 
 
@@ -128,24 +137,25 @@ def is_cycle(kind: str) -> bool:
 def instance_ops(instance: Mapping[str, Any]) -> list[int]:
     """History indices an instance names, in first-mention order, without repeats."""
     seen: dict[int, None] = {}
-    for name in OP_FIELDS:
-        for idx in _ints(instance.get(name)):
-            seen.setdefault(idx, None)
-    for step in instance.get("steps") or ():
-        if isinstance(step, Mapping):
-            for name in ("from", "to", "a", "b"):
-                for idx in _ints(step.get(name)):
-                    seen.setdefault(idx, None)
+    _collect(instance, False, seen)
     return list(seen)
 
 
-def _ints(v: Any) -> Iterator[int]:
+def _collect(v: Any, bare_ints: bool, seen: dict[int, None]) -> None:
+    """Op references in ``v``: maps with an integer ``index`` and a ``process``, and,
+    when ``bare_ints``, plain integers (under a field in :data:`OP_FIELDS`)."""
     if isinstance(v, bool):
         return
     if isinstance(v, int):
-        yield v
+        if bare_ints:
+            seen.setdefault(v, None)
     elif isinstance(v, Mapping):
-        yield from _ints(v.get("index"))
+        idx = v.get("index")
+        if isinstance(idx, int) and not isinstance(idx, bool) and "process" in v:
+            seen.setdefault(idx, None)
+        for k, x in v.items():
+            if k != "index":
+                _collect(x, k in OP_FIELDS, seen)
     elif isinstance(v, list | tuple):
         for x in v:
-            yield from _ints(x)
+            _collect(x, bare_ints, seen)

@@ -33,10 +33,12 @@ def anomaly_keys(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                 str(inst["key"]), {"offsets": set(), "values": set(), "ops": set(), "kinds": set()}
             )
             focus["kinds"].add(kind)
-            for name in ("offset", "offsets"):
-                focus["offsets"].update(_flat_ints(inst.get(name)))
-            for name in ("value", "values", "skipped"):
-                focus["values"].update(_flat_values(inst.get(name)))
+            parts = [inst, *(m for m in inst.get("messages") or () if isinstance(m, Mapping))]
+            for part in parts:
+                for name in ("offset", "offsets", "prev_offset"):
+                    focus["offsets"].update(_flat_ints(part.get(name)))
+                for name in ("value", "values", "skipped", "prev_value"):
+                    focus["values"].update(_flat_values(part.get(name)))
             focus["ops"].update(instance_ops(inst))
     return dict(sorted(out.items(), key=lambda kv: -len(kv[1]["ops"]))[:MAX_KEYS])
 

@@ -79,7 +79,7 @@ class Flat:
             v = int(self.value[r]) if self.has_value[r] else None
             if self.mop[r] == "send":
                 off = int(self.offset[r]) if self.has_offset[r] else None
-                mops[i] = ["send", k, [off, v] if self.has_offset[r] or v is None else v]
+                mops[i] = ["send", k, [off, v] if self.has_pos[r] else v]
             elif k is None and not self.has_pos[r]:
                 mops[i] = ["poll"]  # an invocation's bare poll
             else:

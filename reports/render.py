@@ -33,8 +33,8 @@ from reports.series import latency_quantiles, latency_raw, stat_series, throughp
 
 PACKAGE = Path(__file__).parent
 MAX_CONFIG_CHARS = 100_000
-UNSEEN_STATS = ("unseen", "unseen-series", "unseen_series")
-LAG_STATS = ("realtime-lag", "realtime_lag", "lag")
+UNSEEN_STATS = ("unseen_series", "unseen")
+LAG_STATS = ("realtime_lag", "realtime-lag")
 
 _env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(PACKAGE / "templates"),
@@ -89,8 +89,9 @@ def report_data(run: Run) -> dict[str, Any]:
         "latency_raw": latency_raw(pairs),
         "latency_quantiles": latency_quantiles(pairs, end),
         "throughput": throughput(pairs, end),
-        "unseen": _first_series(stats, UNSEEN_STATS),
-        "lag": _first_series(stats, LAG_STATS),
+        "unseen": _first_series(stats, UNSEEN_STATS, 1.0),
+        "lag": _first_series(stats, LAG_STATS, 1e-9),
+        "lag_summary": _lag_summary(stats),
         "orders": offset_diagrams(pairs, results),
         "cycles": cycles,
         "linear": linearizability(key_labels(pairs, run.config), cycles, results),
@@ -126,11 +127,30 @@ def _summary(pairs: Pairs) -> dict[str, Any]:
     }
 
 
-def _first_series(stats: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+def _first_series(stats: dict[str, Any], names: tuple[str, ...], scale: float) -> dict[str, Any]:
     for name in names:
         if name in stats:
-            return {"stat": name, "series": stat_series(stats, name)}
+            return {"stat": name, "series": stat_series(stats, name, scale)}
     return {"stat": None, "series": []}
+
+
+def _lag_summary(stats: dict[str, Any]) -> list[str]:
+    """The checker's worst realtime lag, overall and per key and process, as lines."""
+    lag = next((stats[n] for n in LAG_STATS if isinstance(stats.get(n), dict)), {})
+    out = []
+    worst = lag.get("worst")
+    if isinstance(worst, dict) and isinstance(worst.get("lag"), int | float):
+        op = worst.get("op") or {}
+        out.append(
+            f"worst lag {worst['lag'] / 1e9:.3f} s, on key {worst.get('key')} "
+            f"by op {op.get('index')} (process {op.get('process')})"
+        )
+    for field in ("by_key", "by_process"):
+        worst_of = lag.get(field)
+        if isinstance(worst_of, dict) and worst_of:
+            top = sorted(worst_of.items(), key=lambda kv: -kv[1])[:10]
+            out.append(f"worst {field[3:]}: " + ", ".join(f"{k} {v / 1e9:.3f} s" for k, v in top))
+    return out
 
 
 def _bounded(config: dict[str, Any]) -> Any:

@@ -103,15 +103,18 @@ def throughput(pairs: Pairs, end: float, buckets: int = BUCKETS) -> list[dict[st
 
 
 def stat_series(
-    stats: Mapping[str, Any], name: str, max_points: int = MAX_POINTS
+    stats: Mapping[str, Any], name: str, scale: float = 1.0, max_points: int = MAX_POINTS
 ) -> list[dict[str, Any]]:
     """A checker-provided series (``stats[name]``) as plot series, downsampled.
 
     Accepted shapes: ``[{"time": ns, SERIES: n, ...}]`` rows (one series per
-    other field, or per key of a nested map), or ``{SERIES: [[t_ns, v], ...]}``.
+    other field, or per key of a nested map), the same rows under a ``series``
+    field, or ``{SERIES: [[t_ns, v], ...]}``. Values are multiplied by ``scale``.
     Anything else yields no series, and the page says the checker gave none.
     """
     raw = stats.get(name)
+    if isinstance(raw, Mapping) and isinstance(raw.get("series"), list):
+        raw = raw["series"]
     cols: dict[str, tuple[list[float], list[float]]] = {}
     if isinstance(raw, Sequence) and not isinstance(raw, str):
         for row in raw:
@@ -126,12 +129,12 @@ def stat_series(
                     if isinstance(sv, int | float) and not isinstance(sv, bool):
                         xs, ys = cols.setdefault(str(sk), ([], []))
                         xs.append(t)
-                        ys.append(float(sv))
+                        ys.append(float(sv) * scale)
     elif isinstance(raw, Mapping):
         for sk, pts in raw.items():
             if isinstance(pts, Sequence):
                 good = [p for p in pts if isinstance(p, Sequence) and len(p) == 2]
-                cols[str(sk)] = ([p[0] / 1e9 for p in good], [float(p[1]) for p in good])
+                cols[str(sk)] = ([p[0] / 1e9 for p in good], [float(p[1]) * scale for p in good])
     out = []
     for sk, (xs, ys) in sorted(cols.items()):
         x, y = np.array(xs, dtype=np.float64), np.array(ys, dtype=np.float64)
