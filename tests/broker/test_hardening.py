@@ -1,0 +1,230 @@
+"""Bad input never crashes or hangs the broker: hypothesis-generated and
+mutated frames, oversize frames and unknown APIs; a normal client still works
+afterwards. Bad configuration exits 254."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+
+from tests.broker.batches import make_batch
+from tests.broker.process import BrokerProcess
+from tests.broker.wire import WireClient, create_topic, produce
+
+pytestmark = [pytest.mark.broker, pytest.mark.integration]
+
+
+@pytest.fixture(scope="module")
+def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    broker = BrokerProcess(
+        tmp_path_factory.mktemp("fuzz"), ["socket.request.max.bytes=65536"]
+    ).start()
+    try:
+        client = WireClient(broker.bootstrap)
+        create_topic(client, "fuzz", 2)
+        client.close()
+        yield broker
+    finally:
+        broker.kill()
+
+
+def valid_frames(bootstrap: str) -> list[bytes]:
+    client = WireClient(bootstrap)
+    try:
+        return [
+            client.encode(18, 3, {"client_software_name": "f", "client_software_version": "1"}),
+            client.encode(
+                3,
+                12,
+                {
+                    "topics": None,
+                    "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False,
+                },
+            ),
+            client.encode(
+                0,
+                9,
+                {
+                    "acks": -1,
+                    "timeout": 1000,
+                    "topic_data": [
+                        {
+                            "name": "fuzz",
+                            "partition_data": [{"index": 0, "records": make_batch([b"ok"])}],
+                        }
+                    ],
+                },
+            ),
+            client.encode(
+                2,
+                7,
+                {
+                    "replica_id": -1,
+                    "isolation_level": 1,
+                    "topics": [
+                        {
+                            "name": "fuzz",
+                            "partitions": [
+                                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
+                            ],
+                        }
+                    ],
+                },
+            ),
+        ]
+    finally:
+        client.close()
+
+
+def exchange(bootstrap: str, payload: bytes) -> None:
+    """Sends raw bytes and drains whatever comes back until the broker answers,
+    closes, or stays quiet for a moment."""
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.settimeout(0.3)
+        try:
+            sock.sendall(payload)
+            sock.shutdown(socket.SHUT_WR)
+            while sock.recv(65536):
+                pass
+        except (TimeoutError, ConnectionError):
+            pass
+
+
+def assert_healthy(broker: BrokerProcess) -> None:
+    assert broker.alive()
+    client = WireClient(broker.bootstrap)
+    try:
+        assert produce(client, "fuzz", 1, make_batch([b"still-fine"])).error_code == ErrorCode.none
+    finally:
+        client.close()
+
+
+def framed(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(body=st.binary(max_size=300), api_key=st.integers(-2, 70), version=st.integers(-1, 20))
+def test_random_frames(
+    shared_broker: BrokerProcess, body: bytes, api_key: int, version: int
+) -> None:
+    header = struct.pack(">hhi", api_key, version, 1)
+    exchange(shared_broker.bootstrap, framed(header + body))
+    assert shared_broker.alive()
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_mutated_valid_frames(shared_broker: BrokerProcess, data: st.DataObject) -> None:
+    frames = valid_frames(shared_broker.bootstrap)
+    frame = bytearray(data.draw(st.sampled_from(frames)))
+    for _ in range(data.draw(st.integers(1, 6))):
+        action = data.draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
+        at = data.draw(st.integers(0, max(len(frame) - 1, 0)))
+        if action == "flip" and frame:
+            frame[at] ^= data.draw(st.integers(1, 255))
+        elif action == "insert":
+            frame[at:at] = data.draw(st.binary(min_size=1, max_size=8))
+        elif action == "delete" and frame:
+            del frame[at : at + data.draw(st.integers(1, 8))]
+        elif action == "truncate":
+            del frame[at:]
+    exchange(shared_broker.bootstrap, framed(bytes(frame)))
+    assert shared_broker.alive()
+
+
+def test_oversize_negative_and_unknown_frames_close_the_connection(
+    shared_broker: BrokerProcess,
+) -> None:
+    for payload in (
+        struct.pack(">i", 10_000_000) + b"x" * 100,  # over socket.request.max.bytes
+        struct.pack(">i", -5),
+        framed(struct.pack(">hhi", 999, 0, 7) + b"\0\0"),  # unknown API
+        framed(struct.pack(">hhi", 3, 99, 7) + b"\0\0"),  # unsupported version
+    ):
+        client = WireClient(shared_broker.bootstrap)
+        client.sock.sendall(payload)
+        with pytest.raises(ConnectionError):
+            client.recv_frame()
+        client.close()
+    assert_healthy(shared_broker)
+
+
+def test_unsupported_api_versions_version_gets_error_and_ranges(
+    shared_broker: BrokerProcess,
+) -> None:
+    client = WireClient(shared_broker.bootstrap)
+    client.send_raw(struct.pack(">hhi", 18, 77, 5) + b"\0\x01x")
+    frame = client.recv_frame()
+    client.close()
+    correlation, error = struct.unpack_from(">ih", frame)
+    assert (correlation, error) == (5, ErrorCode.unsupported_version)
+
+
+def test_client_works_after_fuzzing(shared_broker: BrokerProcess) -> None:
+    assert_healthy(shared_broker)
+    topics = (
+        AdminClient({"bootstrap.servers": shared_broker.bootstrap}).list_topics(timeout=10).topics
+    )
+    assert "fuzz" in topics
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--set", "segment.bytes=abc"],
+        ["--set", "no.such.key=1"],
+        ["--set", "min.insync.replicas=0"],
+        ["--set", "novalue"],
+        ["--config", "/nonexistent/broker.properties"],
+    ],
+)
+def test_bad_config_exits_254(tmp_path: Path, extra: list[str]) -> None:
+    args = [sys.executable, "-m", "broker", "--node-id", "1", "--listen", "127.0.0.1:0"]
+    result = subprocess.run(
+        [*args, "--data-dir", str(tmp_path), *extra], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 254
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_bad_config_file_names_file_and_line(tmp_path: Path) -> None:
+    config = tmp_path / "broker.properties"
+    config.write_text("# comment\nnum.partitions=3\nretention.ms=soon\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "broker",
+            "--node-id",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(tmp_path / "d"),
+            "--config",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 254
+    assert f"{config}:3" in result.stderr and "retention.ms" in result.stderr
