@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.broker.process import BrokerProcess
+from broker.launcher import BrokerProcess
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from tests.broker.process import BrokerProcess
+from broker.launcher import BrokerProcess
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
 

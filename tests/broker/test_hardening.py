@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
+from broker.launcher import BrokerProcess
 from tests.broker.batches import make_batch
-from tests.broker.process import BrokerProcess
 from tests.broker.wire import WireClient, create_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]

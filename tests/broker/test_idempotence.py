@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
+from broker.launcher import BrokerProcess
 from tests.broker.batches import make_batch
-from tests.broker.process import BrokerProcess
 from tests.broker.wire import WireClient, create_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]

@@ -13,10 +13,10 @@ import pytest
 from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
+from broker.launcher import BrokerProcess
 from broker.log.ledger import read_ledger
 from broker.server.topics import TOPICS_FILE
 from tests.broker.batches import make_batch, read_values
-from tests.broker.process import BrokerProcess
 from tests.broker.test_clients import consume, create
 from tests.broker.wire import WireClient, create_topic, produce
 

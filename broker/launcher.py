@@ -1,0 +1,68 @@
+"""Running a reference broker as a subprocess and waiting for its ready line
+(for tests, benchmarks and local tooling); stopping it only by its own PID."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+READY = "jepka broker ready"
+
+
+@dataclass
+class BrokerProcess:
+    data_dir: Path
+    settings: list[str] = field(default_factory=list)
+    node_id: int = 1
+    proc: subprocess.Popen[str] | None = None
+    port: int = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30) -> BrokerProcess:
+        """Starts the broker (on its previous port after a restart) and waits for 'ready'."""
+        args = [sys.executable, "-m", "broker", "--node-id", str(self.node_id)]
+        args += ["--listen", f"127.0.0.1:{self.port}", "--data-dir", str(self.data_dir)]
+        for item in self.settings:
+            args += ["--set", item]
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+            if ready:
+                line = self.proc.stdout.readline()
+                if line.startswith(READY):
+                    self.port = int(line.rsplit(":", 1)[1])
+                    return self
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read() if self.proc.stderr else ""
+                raise RuntimeError(f"broker exited with {self.proc.returncode}: {err}")
+        self.kill()
+        raise RuntimeError("broker did not become ready")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> int:
+        """SIGTERM, a clean shutdown; returns the exit code."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+        return self.proc.wait(30)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
