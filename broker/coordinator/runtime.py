@@ -156,7 +156,7 @@ class CoordinatorRuntime(Generic[S]):
         if self._slots.get(partition) is slot:
             slot.status = ShardStatus.ACTIVE
             shard.activate()
-            log.info("loaded %s-%d up to offset %d", self.topic, partition, offset)
+            log.debug("loaded %s-%d up to offset %d", self.topic, partition, offset)
 
     def unload(self, partition: int) -> None:
         slot = self._slots.pop(partition, None)

@@ -1,0 +1,67 @@
+"""Real-client helpers for coordinator tests: topics, transactional producers and
+draining a topic to its end as a read_committed or read_uncommitted reader."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+Record = tuple[int, int, bytes]  # partition, offset, value
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        future.result(30)
+
+
+def transactional_producer(bootstrap: str, transactional_id: str, **extra: object) -> Producer:
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, **extra}
+    )
+    producer.init_transactions(30)
+    return producer
+
+
+def produce_values(producer: Producer, topic: str, values: list[str], partitions: int) -> None:
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), partition=i % partitions)
+    producer.flush(30)
+
+
+def read_all(
+    bootstrap: str, topic: str, partitions: int, isolation: str, timeout: float = 30
+) -> list[Record]:
+    """Every record below the end offset the reader's isolation level allows
+    (the high watermark, or the last stable offset for read_committed)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+        }
+    )
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        ends = {tp.partition: consumer.get_watermark_offsets(tp, 30)[1] for tp in tps}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        out: list[Record] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            positions = {tp.partition: tp.offset for tp in consumer.position(tps)}
+            if all(positions[p] >= ends[p] for p in ends):
+                return out
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                out.append((message.partition(), message.offset(), message.value()))
+        raise AssertionError(f"did not reach {ends} within {timeout}s; read {len(out)} records")
+    finally:
+        consumer.close()
+
+
+def values_of(records: list[Record]) -> list[str]:
+    return [value.decode() for _, _, value in records]
