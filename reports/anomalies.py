@@ -55,12 +55,20 @@ def instance_view(instance: Any) -> dict[str, Any]:
     """An instance as the page shows it: its sentence, the ops it names, other fields."""
     if not isinstance(instance, Mapping):
         return {"explanation": short(instance, 300), "ops": [], "fields": {}}
-    fields = {k: short(v, 120) for k, v in instance.items() if k != "explanation"}
+    fields = {
+        k: short(v, 120) for k, v in instance.items() if k != "explanation" and not _holds_ops(v)
+    }
     return {
         "explanation": str(instance.get("explanation", "")),
         "ops": instance_ops(instance),
         "fields": fields,
     }
+
+
+def _holds_ops(v: Any) -> bool:
+    """Op references and cycle steps: shown as links, not as raw fields."""
+    items = v if isinstance(v, list) else [v]
+    return any(isinstance(x, Mapping) for x in items)
 
 
 def named_ops(results: Mapping[str, Any]) -> list[int]:

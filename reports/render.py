@@ -105,7 +105,7 @@ def render_html(data: dict[str, Any]) -> str:
     blob = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
     return _env.get_template("report.html.j2").render(
         d=data,
-        blob=blob.replace("</", "<\\/"),
+        blob=blob.replace("<", "\\u003c"),  # no markup can end or nest in the script
         css=(PACKAGE / "static" / "report.css").read_text(),
         js=(PACKAGE / "static" / "plot.js").read_text()
         + (PACKAGE / "static" / "report.js").read_text(),

@@ -203,11 +203,14 @@ function cycleSvg(c) {
   c.edges.forEach(function (e) {
     var p = pos[e.from], q = pos[e.to], dx = q[0] - p[0], dy = q[1] - p[1];
     var len = Math.sqrt(dx * dx + dy * dy) || 1, k = 18 / len;
-    var line = svg("line", {x1: p[0] + dx * k, y1: p[1] + dy * k, x2: q[0] - dx * k,
-      y2: q[1] - dy * k, stroke: /realtime/.test(e.label) ? "#c62828" : "#444",
+    /* bend each edge to its left, so A->B and B->A stay apart */
+    var cx = (p[0] + q[0]) / 2 - dy / len * 30, cy = (p[1] + q[1]) / 2 + dx / len * 30;
+    var line = svg("path", {d: "M" + (p[0] + dx * k) + "," + (p[1] + dy * k) + " Q" + cx + "," +
+      cy + " " + (q[0] - dx * k) + "," + (q[1] - dy * k), fill: "none",
+      stroke: /realtime/.test(e.label) ? "#c62828" : "#444",
       "stroke-width": 1.5, "marker-end": "url(#arrow)"});
     s.appendChild(line);
-    var lbl = svg("text", {x: (p[0] + q[0]) / 2 + 4, y: (p[1] + q[1]) / 2 - 4}, e.label);
+    var lbl = svg("text", {x: cx + 4, y: cy}, e.label);
     s.appendChild(lbl);
     if (e.text) hoverTip(line, e.text);
   });

@@ -1,0 +1,99 @@
+"""The report in a real headless Chromium: it draws without a console error and
+shows the verdict, the anomaly sections and the plots. Screenshots are kept in
+``store/artifacts/`` for a person (or CI's artifact upload) to look at."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reports import write_report
+from tests.reports.cdp import CHROMIUM, Chromium
+from tests.reports.conftest import HistoryBuilder
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(not shutil.which(CHROMIUM), reason="chromium not installed"),
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "store" / "artifacts"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with Chromium() as b:
+        yield b
+
+
+def _open(browser: Chromium, run: Path, shot: str) -> None:
+    browser.errors.clear()
+    browser.open(write_report(run).report.as_uri())
+    assert browser.eval("document.body.dataset.ready") == "1"
+    path = browser.screenshot(ARTIFACTS / shot)
+    print(f"screenshot: {path}")
+
+
+def _points(browser: Chromium, section: str) -> list[int]:
+    return browser.eval(
+        f"Array.from(document.querySelectorAll('#{section} canvas')).map(c => +c.dataset.points)"
+    )
+
+
+def test_invalid_run_in_the_browser(browser: Chromium, make_run) -> None:
+    _open(browser, make_run(lose=True, nodes=True), "report-invalid.png")
+    assert browser.errors == []
+    assert browser.eval("document.getElementById('verdict').textContent") == "INVALID"
+    kinds = browser.eval(
+        "Array.from(document.querySelectorAll('#anomalies .kind h3'))"
+        ".map(h => h.firstChild.textContent.trim())"
+    )
+    assert kinds == ["G1c-realtime", "lost-write", "G0"]
+    assert browser.eval("document.querySelectorAll('#anomalies ol.instances li').length") == 3
+    assert all(n > 0 for n in _points(browser, "perf"))
+    assert _points(browser, "timeline") == [14]
+    assert browser.eval("document.querySelectorAll('#orders table.orders tr').length") > 3
+    assert browser.eval("document.querySelectorAll('#orders td.hl').length") == 1  # value 3
+    assert browser.eval("document.querySelectorAll('#cycles svg.cycle').length") == 2
+    assert browser.eval("document.querySelectorAll('#linear svg.porcupine rect').length") == 2
+    assert browser.eval("document.querySelectorAll('#linear-table tr.hl').length") == 2
+    assert browser.eval("document.querySelectorAll('#nodes-table tr').length") == 3
+    # an op link in an instance jumps to that op in the history table
+    browser.eval("document.querySelector('#kind-lost-write a.op').click()")
+    assert browser.eval("document.querySelector('#history-table tr.hl td').textContent") == "6"
+
+
+def test_valid_run_in_the_browser(browser: Chromium, make_run) -> None:
+    _open(browser, make_run(lose=False), "report-valid.png")
+    assert browser.errors == []
+    assert browser.eval("document.getElementById('verdict').textContent") == "VALID"
+    assert (
+        browser.eval("document.querySelector('#kind-G0 .badge').textContent")
+        == "1 instance, allowed"
+    )
+    assert all(n > 0 for n in _points(browser, "perf") + _points(browser, "unseen"))
+    assert "No node logs" in browser.eval("document.getElementById('nodes-body').textContent")
+
+
+def test_history_table_paginates_and_filters(browser: Chromium, tmp_path: Path) -> None:
+    h = HistoryBuilder()
+    for i in range(250):
+        h.op(i % 3, "invoke", "send", [["send", 0, i]])
+        h.op(i % 3, "fail" if i % 10 == 0 else "ok", "send", [["send", 0, [i, i]]])
+    h.write(tmp_path / "history.jsonl")
+    write_report(tmp_path, {"valid": True, "anomalies": {}})
+    _open(browser, tmp_path, "report-history.png")
+    assert browser.errors == []
+    page = "document.getElementById('page').textContent"
+    first = "document.querySelector('#history-table tbody td').textContent"
+    assert browser.eval(page) == "page 1 of 3" and browser.eval(first) == "0"
+    browser.eval("document.getElementById('next').click()")
+    assert browser.eval(page) == "page 2 of 3" and browser.eval(first) == "200"
+    browser.eval(
+        "var s = document.getElementById('f-type'); s.value = 'fail';"
+        "s.dispatchEvent(new Event('change'))"
+    )
+    assert browser.eval(page) == "page 1 of 1"
+    assert browser.eval("document.querySelectorAll('#history-table tbody tr').length") == 25

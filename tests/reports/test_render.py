@@ -1,0 +1,119 @@
+"""Rendering stored runs, the size bound, and ``jepka report``."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from reports import RunError, write_report
+from reports.anomalies import MAX_ROWS
+from tests.reports.conftest import HistoryBuilder
+
+BLOB = re.compile(r'<script type="application/json" id="data">(.*?)</script>', re.S)
+
+
+def blob(report: Path) -> dict:
+    return json.loads(BLOB.search(report.read_text()).group(1))
+
+
+def test_report_of_an_invalid_run(make_run) -> None:
+    run = make_run(lose=True, nodes=True)
+    written = write_report(run)
+    page = written.report.read_text()
+    assert "INVALID" in page and "lost-write" in page and "jepka-0/0" in page  # config shown
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # nothing remote
+    assert not re.search(r"<(script|link|img)[^>]*\b(src|href)=", page)  # nothing external
+    data = blob(written.report)
+    assert data["verdict"] is False
+    assert [s["kind"] for s in data["sections"]] == ["G1c-realtime", "lost-write", "G0"]
+    assert data["orders"][0]["key"] == "0"
+    assert [c["kind"] for c in data["cycles"]] == ["G1c-realtime", "G0"]
+    assert data["linear"]["keys"][3] == {"key": "3", "label": "jepka-1/1", "violations": [0]}
+    assert [e["class"] for e in data["nodes"]["events"]] == ["leader", "isr"]
+    assert [f["kind"] for f in data["faults"]] == ["partition"]
+    assert len(data["table"]["f"]) == data["summary"]["ops"] == 14
+    assert "<failure" in written.junit.read_text()
+
+
+def test_report_of_a_valid_run_has_checker_series(make_run) -> None:
+    data = blob(write_report(make_run(lose=False)).report)
+    assert data["verdict"] is True and data["nodes"]["present"] is False
+    assert [s["name"] for s in data["unseen"]["series"]] == ["0", "4"]
+    assert data["lag"]["series"] == [{"name": "lag", "x": [0.06], "y": [0.003]}]
+    assert data["lag_summary"][0].startswith("worst lag 0.003 s, on key 0")
+
+
+def test_results_pass_through_and_markup_in_values_is_inert(tmp_path: Path) -> None:
+    h = HistoryBuilder()
+    h.op(0, "invoke", "send", [["send", 0, 1]])
+    h.op(0, "info", "send", [["send", 0, 1]], error="</script><script>alert(1)</script>")
+    h.write(tmp_path / "history.jsonl")
+    results = {"valid": "unknown", "anomalies": {}, "error": "<b>timeout</b>"}
+    written = write_report(tmp_path, results)
+    assert json.loads(written.results.read_text()) == results
+    page = written.report.read_text()
+    assert "<script>alert(1)" not in page and "<b>timeout</b>" not in page
+    assert html.escape("<b>timeout</b>") in page
+    assert blob(written.report)["table"]["error"] == ["</script><script>alert(1)</script>"]
+
+
+def test_a_long_history_gives_a_bounded_page(tmp_path: Path) -> None:
+    h = HistoryBuilder()
+    n = MAX_ROWS + 5000
+    for i in range(n):
+        h.op(i % 8, "invoke", "send", [["send", i % 4, i]], dt_ms=0.01)
+        h.op(i % 8, "ok", "send", [["send", i % 4, [i // 4, i]]], dt_ms=0.01)
+    h.write(tmp_path / "history.jsonl")
+    late = 2 * (n - 10) + 1
+    results = {
+        "valid": False,
+        "anomalies": {
+            "duplicate": [
+                {
+                    "key": 1,
+                    "value": 7,
+                    "offsets": [1, 4000],
+                    "writer": {"index": late, "process": 2},
+                }
+            ]
+        },
+    }
+    written = write_report(tmp_path, results)
+    data = blob(written.report)
+    assert data["summary"]["ops"] == n and len(data["table"]["f"]) == MAX_ROWS
+    assert late in data["table"]["complete"]  # the op the anomaly names is embedded
+    assert all(len(s["x"]) <= 2000 for s in data["latency_raw"])
+    assert written.report.stat().st_size < 10_000_000
+
+
+def test_missing_results_and_bad_history_are_reported(tmp_path: Path, make_run) -> None:
+    with pytest.raises(RunError, match=r"no results\.json"):
+        write_report(tmp_path)
+    run = make_run(lose=True)
+    with (run / "history.jsonl").open("a") as f:
+        f.write('{"index": 99, "time": 1, "type": "bogus"}\n{}\n')
+    with pytest.raises(RunError, match=r"history.jsonl:\d+: .*"):
+        write_report(run)
+
+
+def test_jepka_report_exit_codes(make_run, tmp_path: Path, capsys) -> None:
+    assert main(["report", str(make_run(lose=True))]) == 1
+    assert main(["report", str(make_run(lose=False, name="ok"))]) == 0
+    out = capsys.readouterr().out
+    assert out.count("report.html") == 2 and "junit.xml" in out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty)]) == 254
+    err = capsys.readouterr().err
+    assert (
+        err.strip() == f"jepka report: {empty}/results.json: no results.json; run `jepka "
+        "check` first"
+    )
+    (empty / "results.json").write_text("{not json")
+    assert main(["report", str(empty)]) == 254
+    assert "unreadable JSON" in capsys.readouterr().err
