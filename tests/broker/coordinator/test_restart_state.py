@@ -1,0 +1,75 @@
+"""SIGKILL of the broker: transaction state, producer ids and committed offsets
+come back by replaying the internal topics; an open transaction is still
+fenced and aborted by the next instance of its producer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.launcher import BrokerProcess
+from tests.broker.coordinator import wire_calls as w
+from tests.broker.coordinator.conftest import COORDINATOR_SETTINGS
+from tests.broker.coordinator.kafka_helpers import (
+    produce_values,
+    read_all,
+    transactional_producer,
+    values_of,
+)
+from tests.broker.wire import WireClient, create_topic
+
+pytestmark = [pytest.mark.broker, pytest.mark.integration, pytest.mark.slow]
+
+
+def test_sigkill_keeps_transactions_producer_ids_and_offsets(
+    start_broker: Callable[..., BrokerProcess],
+) -> None:
+    broker = start_broker(*COORDINATOR_SETTINGS)
+    client = WireClient(broker.bootstrap)
+    assert create_topic(client, "r", 1).error_code == ErrorCode.none
+    assert w.commit_offset(client, "plain", "r", 7) == ErrorCode.none
+    w.init_producer_id(client, "rtx")
+    before = w.init_producer_id(client, "rtx")
+    idempotent = w.init_producer_id(client, None)
+    init = w.init_producer_id(client, "offsets-tx")
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert w.add_offsets(client, "offsets-tx", pid, epoch, "txg") == ErrorCode.none
+    assert w.txn_offset_commit(client, "offsets-tx", pid, epoch, "txg", "r", 11) == ErrorCode.none
+    assert w.end_txn(client, "offsets-tx", pid, epoch, True) == ErrorCode.none
+    assert w.wait_for_stable_offset(client, "txg", "r") == 11
+    client.close()
+
+    producer = transactional_producer(broker.bootstrap, "open-tx")
+    producer.begin_transaction()
+    produce_values(producer, "r", ["kept"], 1)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    produce_values(producer, "r", ["open"], 1)  # on the broker, undecided, at the crash
+
+    broker.kill()
+    broker.start()
+    client = WireClient(broker.bootstrap)
+    try:
+        assert w.fetch_offset(client, "plain", "r", require_stable=True) == (7, ErrorCode.none)
+        assert w.fetch_offset(client, "txg", "r", require_stable=True) == (11, ErrorCode.none)
+        after = w.init_producer_id(client, "rtx")
+        assert (after.producer_id, after.producer_epoch) == (
+            before.producer_id,
+            before.producer_epoch + 1,
+        )
+        assert w.init_producer_id(client, None).producer_id > max(idempotent.producer_id, pid)
+    finally:
+        client.close()
+
+    successor = transactional_producer(broker.bootstrap, "open-tx")  # fences and aborts "open"
+    successor.begin_transaction()
+    produce_values(successor, "r", ["next"], 1)
+    successor.commit_transaction(30)
+    assert values_of(read_all(broker.bootstrap, "r", 1, "read_committed")) == ["kept", "next"]
+    assert values_of(read_all(broker.bootstrap, "r", 1, "read_uncommitted")) == [
+        "kept",
+        "open",
+        "next",
+    ]
