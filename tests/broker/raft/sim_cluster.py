@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.raft.client import RaftClient, RaftConfig
+from broker.raft.client import RaftClient, RaftConfig, RaftListener
 from broker.raft.file_quorum_store import MemoryQuorumStateStore
 from broker.raft.memory_log import MemoryLog
 from broker.raft.messages import Envelope
@@ -144,7 +144,7 @@ class SimCluster:
         node = self.nodes[node_id]
         if self.log_factory is not None and node.client is None:
             node.log = self.log_factory(node_id)  # reopen from disk: recovery runs
-        node.state = AppliedState()
+        listener = self.make_listener(node)
         node.client = RaftClient(
             node_id,
             self.ids,
@@ -154,11 +154,20 @@ class SimCluster:
             self.clock,
             random.Random(self.rng.random()),
             self.config,
-            node.state,
+            listener,
         )
         node.last_hw = None
         self.network.down.discard(node_id)
+        self.attached(node, node.client)
         node.client.start()
+
+    def make_listener(self, node: Node) -> RaftListener:
+        """The state machine of a (re)started node; by default the applied-values map."""
+        node.state = AppliedState()
+        return node.state
+
+    def attached(self, node: Node, client: RaftClient) -> None:
+        """Called once a (re)started node has its Raft client."""
 
     def crash(self, node_id: int) -> None:
         self.nodes[node_id].client = None
@@ -179,7 +188,11 @@ class SimCluster:
             node.client.poll()
         self.check_invariants()
         for node in self.live():
-            self._maybe_snapshot(node)
+            self.after_poll(node)
+
+    def after_poll(self, node: Node) -> None:
+        """Per-node work after the invariants are checked: snapshot the applied values."""
+        self._maybe_snapshot(node)
 
     def run_for(self, ms: int) -> None:
         for _ in range(ms // TICK_MS):
@@ -264,8 +277,7 @@ class SimCluster:
                 raise InvariantViolation(
                     f"node {node.node_id}: committed offset {entry.offset} is {entry} not {seen}"
                 )
-        assert node.state is not None
-        for offset, value in node.state.values.items():
+        for offset, value in node.state.values.items() if node.state else ():
             seen = self.committed.get(offset)
             if seen is not None and seen.data != value:
                 raise InvariantViolation(f"node {node.node_id} applied {value!r} at {offset}")
