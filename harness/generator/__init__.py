@@ -24,7 +24,7 @@ from harness.generator.context import NEMESIS, Context
 from harness.generator.core import PENDING, Generator, GenLike, OpDict, OpResult, lift
 from harness.generator.rand import Rand
 from harness.generator.simulate import simulate
-from harness.generator.timing import delay, log, seconds, sleep, stagger, time_limit
+from harness.generator.timing import delay, log, seconds, sleep, stagger, time_limit, timeline
 
 __all__ = [
     "NEMESIS",
@@ -57,6 +57,7 @@ __all__ = [
     "stagger",
     "synchronize",
     "time_limit",
+    "timeline",
     "until_ok",
     "with_nemesis",
 ]

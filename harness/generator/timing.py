@@ -122,3 +122,30 @@ def sleep(dt: float) -> Generator:
 def log(message: str) -> Generator:
     """Logs a message when reached (a pseudo-op the history never shows)."""
     return OneOp({"type": "log", "value": message})
+
+
+class Timeline(Generator):
+    """Ops at fixed offsets from when the timeline starts (its first ``op``
+    call that yields): how a precomputed, seeded fault schedule is played."""
+
+    __slots__ = ("entries", "pos", "start")
+
+    def __init__(self, entries: tuple[tuple[int, OpDict], ...], pos: int, start: int | None):
+        self.entries, self.pos, self.start = entries, pos, start
+
+    def op(self, test: Any, ctx: Context) -> OpResult:
+        if self.pos >= len(self.entries):
+            return None
+        process = ctx.some_free_process()
+        if process is None:
+            return PENDING
+        start = ctx.time if self.start is None else self.start
+        at, template = self.entries[self.pos]
+        o = {**template, "type": "invoke", "process": process, "time": max(start + at, ctx.time)}
+        return o, Timeline(self.entries, self.pos + 1, start)
+
+
+def timeline(schedule: list[tuple[float, OpDict]]) -> Generator:
+    """A generator from ``[(seconds_from_start, op_template), ...]``."""
+    entries = tuple(sorted(((seconds(t), dict(o)) for t, o in schedule), key=lambda e: e[0]))
+    return Timeline(entries, 0, None)

@@ -209,3 +209,15 @@ def test_history_is_well_formed(concurrency: int, n: int, seed: int, latency: in
         else:
             assert open_.pop(o["process"])["f"] == o["f"]
     assert not open_
+
+
+def test_timeline_plays_a_schedule_relative_to_its_start() -> None:
+    schedule = [(1.5, {"f": "stop"}), (0.5, {"f": "start", "value": "one"})]
+    gen = [g.once({"f": "setup"}), g.timeline(schedule)]
+    h = invocations(simulate(g.on_nemesis(gen), concurrency=1, latency=100_000_000))
+    assert [(o["f"], o["time"]) for o in h] == [
+        ("setup", 0),
+        ("start", 600_000_000),
+        ("stop", 1_600_000_000),
+    ]
+    assert all(o["process"] == "nemesis" for o in h)

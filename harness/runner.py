@@ -1,0 +1,247 @@
+"""Runs one test end to end: cluster → clients and nemesis → run → final phase → analyse.
+
+Each phase is a context manager whose teardown is in ``finally``, so whatever
+stops a run — an error, a dead broker, Ctrl-C — the cluster is healed and
+torn down and what was recorded is still checked (Jepsen's ``core/run!``).
+The store is written in phases: ``test.json`` first, ``history.jsonl`` op by
+op, then ``history.parquet``, ``nodes/``, ``results.json`` and the report.
+Spark starts in the background while the test runs, so the verdict follows
+the workload at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness import generator as gen
+from harness.interpreter import Counts, Interpreter, Outcome
+from harness.protocols import NoopNemesis, ValidatingClient, ValidatingNemesis
+from harness.spec import SpecError, TestSpec
+from harness.store import RunDir
+
+log = logging.getLogger(__name__)
+
+#: results.json "valid" → Jepsen exit code
+EXIT_CODES = {True: 0, False: 1, "unknown": 2}
+
+
+@dataclass
+class RunState:
+    """What a live display shows; updated by the run as it goes."""
+
+    phase: str = "starting"
+    started: float = field(default_factory=time.monotonic)
+    counts: Counts = field(default_factory=Counts)
+    faults: dict[str, Any] = field(default_factory=dict)
+    run_dir: RunDir | None = None
+
+
+@dataclass
+class RunResult:
+    run_dir: RunDir
+    results: dict[str, Any]
+    outcome: Outcome | None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES.get(self.results.get("valid"), 2)
+
+
+class FaultTracker:
+    """Which faults are active, from nemesis completions: a start op turns its
+    fault on, the matching stop op turns it off."""
+
+    def __init__(self, pairs: dict[str, str | None], state: RunState) -> None:
+        self.stops = {stop: start for start, stop in pairs.items() if stop}
+        self.starts = set(pairs)
+        self.state = state
+
+    def observe(self, op: dict[str, Any]) -> None:
+        if op.get("process") != "nemesis" or op.get("type") == "invoke":
+            return
+        f = op.get("f")
+        if f in self.starts and self.stops:
+            self.state.faults[f] = op.get("value")
+        elif f in self.stops:
+            self.state.faults.pop(self.stops[f], None)
+
+
+@contextmanager
+def cluster_phase(spec: TestSpec, run_dir: RunDir, state: RunState) -> Iterator[Any]:
+    """The cluster (None when ``--bootstrap`` names an existing one); torn
+    down in ``finally`` after its logs are copied into ``nodes/``."""
+    if spec.bootstrap:
+        yield None
+        return
+    from harness.cluster import Cluster, ClusterSpec
+
+    state.phase = "starting cluster"
+    overrides = {"min.insync.replicas": str(spec.min_isr)}
+    cspec = ClusterSpec(
+        name=f"jt{os.getpid()}",
+        backend=spec.cluster,
+        nodes=spec.nodes,
+        db=spec.db,
+        bugs=tuple(spec.bug),
+        broker_overrides=overrides,
+    )
+    cluster = Cluster.up(cspec, store=spec.store)
+    try:
+        yield cluster
+    finally:
+        state.phase = "tearing down"
+        try:
+            cluster.collect_logs(run_dir.path / "nodes")
+        except Exception as e:  # logs are a nicety; teardown must go on
+            log.warning("could not collect node logs: %s", e)
+        cluster.down()
+
+
+@contextmanager
+def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterator[Any]:
+    """``(nemesis, package)``; the nemesis is torn down and the cluster healed in ``finally``."""
+    if not spec.faults:
+        yield NoopNemesis(), None
+        return
+    if cluster is None:
+        raise SpecError(
+            "nemeses need a cluster jepka starts; drop --bootstrap or use --nemesis none"
+        )
+    from nemesis.package import build
+
+    package = build(list(spec.faults), seed=spec.seed, interval=spec.nemesis_interval)
+    nemesis = ValidatingNemesis(package.bind(cluster.nemesis_context(seed=spec.seed)))
+    nemesis = nemesis.setup(test)
+    try:
+        yield nemesis, package
+    finally:
+        try:
+            nemesis.teardown(test)
+        finally:
+            cluster.heal()
+
+
+def test_generator(spec: TestSpec, workload: Any, package: Any) -> gen.Generator | None:
+    """Main phase (workload at ``rate`` under the fault schedule, for
+    ``time_limit``), then the heal, the recovery wait, and the final reads."""
+    clients = gen.stagger(1 / spec.rate, workload.generator, gen.Rand.derive(spec.seed, "stagger"))
+    faults = gen.timeline(package.schedule(spec.time_limit)) if package else None
+    heal = [dict(o) for o in package.final_ops()] if package else []
+    return gen.phases(
+        gen.time_limit(spec.time_limit, gen.with_nemesis(faults, clients)),
+        gen.on_nemesis(heal),
+        gen.log("waiting for recovery"),
+        gen.sleep(spec.recovery_time),
+        gen.time_limit(spec.final_time_limit, workload.final_generator),
+    )
+
+
+def run_test(
+    spec: TestSpec,
+    state: RunState | None = None,
+    on_interpreter: Callable[[Interpreter], None] | None = None,
+) -> RunResult:
+    """Runs one test and analyses it; returns the stored run and its results."""
+    from workloads.workload import build as build_workload
+
+    state = state or RunState()
+    run_dir = RunDir.create(spec.store, spec.test_name)
+    state.run_dir = run_dir
+    test: dict[str, Any] = {
+        "name": spec.test_name,
+        "spec": spec.to_dict(),
+        "seed": spec.seed,
+        "status": "starting",
+    }
+    run_dir.save_test(test)
+    spark = _start_spark()
+    outcome: Outcome | None = None
+    with ExitStack() as stack:
+        cluster = stack.enter_context(cluster_phase(spec, run_dir, state))
+        bootstrap = spec.bootstrap or cluster.bootstrap
+        workload = build_workload(spec, bootstrap)
+        test.update(
+            workload.test_data,
+            bootstrap=bootstrap,
+            nodes=[n.name for n in cluster.nodes] if cluster else [],
+        )
+        run_dir.save_test(test)
+        state.phase = "creating topics"
+        workload.client.setup(test)
+        nemesis, package = stack.enter_context(nemesis_phase(spec, cluster, test))
+        tracker = FaultTracker(
+            {f.start_f: f.stop_f for f in package.faults} if package else {}, state
+        )
+        writer = stack.enter_context(run_dir.history_writer())
+
+        def journal(op: dict[str, Any]) -> None:
+            writer.append(op)
+            tracker.observe(op)
+
+        interpreter = Interpreter(
+            test,
+            test_generator(spec, workload, package),
+            client=ValidatingClient(workload.client),
+            nemesis=nemesis,
+            concurrency=spec.concurrency,
+            journal=journal,
+            nodes=[n.name for n in cluster.nodes] if cluster else ["external"],
+        )
+        state.counts = interpreter.counts
+        if on_interpreter:
+            on_interpreter(interpreter)
+        state.phase = "running"
+        outcome = interpreter.run()
+        test["status"] = "interrupted" if outcome.interrupted else "completed"
+        state.phase = "healing"
+    run_dir.save_test(test)
+    state.phase = "checking"
+    results = analyse(run_dir, spark)
+    state.phase = "done"
+    return RunResult(run_dir, results, outcome)
+
+
+def _start_spark() -> Any:
+    try:
+        from checkers.spark.session import start_in_background
+    except ImportError:  # the checker is optional for recording-only use
+        return None
+    return start_in_background()
+
+
+def analyse(run_dir: RunDir, spark_future: Any = None) -> dict[str, Any]:
+    """Checks the stored history, writes ``history.parquet``, ``results.json``
+    and the report; a checker crash gives ``valid: unknown`` with the error."""
+    try:
+        run_dir.write_parquet()
+    except Exception as e:
+        log.warning("history.parquet not written: %s", e)
+    try:
+        from checkers import check
+
+        spark = spark_future.result() if spark_future is not None else None
+        results = check(str(run_dir.history_path), spark=spark)
+    except Exception as e:  # Jepsen's check-safe: a crash is "unknown", not a verdict
+        log.exception("checker crashed")
+        results = {
+            "valid": "unknown",
+            "anomalies": {},
+            "allowed": [],
+            "stats": {},
+            "timings": {},
+            "error": f"{type(e).__name__}: {e}",
+        }
+    run_dir.save_results(results)
+    try:
+        from reports.render import write_report
+
+        write_report(run_dir.path, results)
+    except Exception as e:
+        log.warning("report not written: %s", e)
+    return results

@@ -1,0 +1,1 @@
+"""Kafka clients and their op generators, one factory per workload."""

@@ -1,0 +1,357 @@
+"""The Kafka client for the queue-family workloads, on confluent-kafka.
+
+One :class:`QueueClient` per process holds a producer and a consumer and
+applies ops whose values are micro-op lists (ARCHITECTURE.md, "The op
+model"): ``send``, ``poll`` and ``txn`` ops, plus ``assign``, ``subscribe``
+and ``crash``. With ``transactional`` set, every queue op runs in a Kafka
+transaction that also commits the consumer's offsets
+(``send_offsets_to_transaction``); an op may carry ``abort_at`` (chosen by
+the seeded generator) to abort on purpose after that many micro-ops.
+
+How each outcome is classified is in ``workloads.outcomes``; this module
+only decides *which* error stands for the op, and always keeps what it
+learned (offsets of delivered sends, records polled) in the completion,
+whatever its type.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from workloads.consuming import KeyConsumer
+from workloads.keys import PARTITIONS_PER_TOPIC, topic_partition, topics
+from workloads.outcomes import (
+    ClientCrash,
+    IntentionalAbort,
+    Outcome,
+    classify,
+    classify_delivery,
+    is_abortable,
+)
+
+log = logging.getLogger(__name__)
+# librdkafka's own log lines go to logging, not straight to stderr
+LIBRDKAFKA_LOG = logging.getLogger("librdkafka")
+
+OpDict = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Everything a client needs to connect, from the test spec."""
+
+    bootstrap: str
+    keys: tuple[int, ...]
+    acks: str = "all"
+    idempotence: bool = True
+    isolation_level: str = "read_committed"
+    transactional: bool = False
+    replication_factor: int = 1
+    group_id: str = "jepka"
+    txn_id_prefix: str = "jepka-txn"
+    op_timeout_s: float = 10.0
+    poll_s: float = 0.1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def producer_conf(self, process: Any) -> dict[str, Any]:
+        conf = {
+            "bootstrap.servers": self.bootstrap,
+            "acks": self.acks,
+            "enable.idempotence": self.idempotence or self.transactional,
+            "linger.ms": 0,
+            "message.timeout.ms": int(self.op_timeout_s * 1000 * 0.6),
+            "request.timeout.ms": int(self.op_timeout_s * 1000 * 0.3),
+            "socket.timeout.ms": int(self.op_timeout_s * 1000 * 0.5),
+            "max.in.flight.requests.per.connection": 5,
+            "logger": LIBRDKAFKA_LOG,
+        }
+        if self.transactional:
+            conf["transactional.id"] = f"{self.txn_id_prefix}-{process}"
+            conf["transaction.timeout.ms"] = int(self.op_timeout_s * 1000 * 3)
+        return {**conf, **self.extra}
+
+    def consumer_conf(self) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": self.group_id,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": self.isolation_level,
+            "socket.timeout.ms": int(self.op_timeout_s * 1000 * 0.5),
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 1000,
+            "logger": LIBRDKAFKA_LOG,
+            **{k: v for k, v in self.extra.items() if not k.startswith("enable.idempotence")},
+        }
+
+
+def completion(op: OpDict, value: Any, outcome: Outcome | None) -> OpDict:
+    """The completion of ``op`` with ``value``: ok, or as ``outcome`` says."""
+    if outcome is None:
+        return {**op, "type": "ok", "value": value}
+    done = {**op, "type": outcome.type, "value": value, "error": outcome.error}
+    if outcome.end_process:
+        done["end_process"] = True
+    return done
+
+
+class QueueClient:
+    """A producer and a consumer for one process (the ``Client`` protocol)."""
+
+    def __init__(self, config: ClientConfig, process: Any = None) -> None:
+        self.config = config
+        self.process = process
+        self.producer: Producer | None = None
+        self.consumer: KeyConsumer | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def open(self, test: Any, node: str) -> QueueClient:
+        client = QueueClient(self.config, process=os.urandom(4).hex())
+        client.producer = Producer(self.config.producer_conf(client.process))
+        if self.config.transactional:
+            client.producer.init_transactions(self.config.op_timeout_s)
+        client.consumer = KeyConsumer(self.config.consumer_conf())
+        return client
+
+    def setup(self, test: Any) -> None:
+        """Creates every key's topic and waits until each partition has a leader."""
+        create_topics(self.config)
+
+    def teardown(self, test: Any) -> None:
+        pass
+
+    def close(self, test: Any) -> None:
+        if self.producer is not None:
+            try:
+                self.producer.purge(in_queue=True, in_flight=True)
+                self.producer.flush(0)
+            except (KafkaException, RuntimeError) as e:
+                log.debug("producer close: %s", e)
+            self.producer = None
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
+
+    # -- ops -----------------------------------------------------------------------
+
+    def invoke(self, test: Any, op: OpDict) -> OpDict:
+        assert self.producer is not None and self.consumer is not None, "invoke before open"
+        f = op["f"]
+        if f == "crash":
+            return completion(op, op.get("value"), classify(ClientCrash()))
+        if f in ("assign", "subscribe"):
+            return self._reassign(op)
+        if f not in ("send", "poll", "txn"):
+            raise ValueError(f"queue client cannot apply f={f!r}")
+        self.consumer.begin_op()
+        done = self._txn(op) if self.config.transactional else self._plain(op)
+        if done["type"] != "ok":
+            self.consumer.rollback()
+        log_ = self.consumer.take_rebalance_log()
+        if log_:
+            done["rebalance_log"] = log_
+        return done
+
+    def _reassign(self, op: OpDict) -> OpDict:
+        assert self.consumer is not None
+        keys = list(op["value"])
+        try:
+            if op["f"] == "assign":
+                self.consumer.assign(keys, bool(op.get("seek_to_beginning")))
+            else:
+                self.consumer.subscribe(keys)
+        except KafkaException as e:
+            return completion(op, keys, classify(e))
+        return completion(op, keys, None)
+
+    def _plain(self, op: OpDict) -> OpDict:
+        """Sends and polls without a transaction: each send is delivered (or
+        not) on its own, so one failed send among delivered ones is ``info``."""
+        results: list[Any] = []
+        sends: dict[int, list[Any]] = {}
+        error: Outcome | None = None
+        try:
+            for i, mop in enumerate(op["value"]):
+                if mop[0] == "send":
+                    sends[i] = self._produce(mop)
+                    results.append(None)
+                else:
+                    results.append(["poll", self._poll(op)])
+            self._flush()
+        except (KafkaException, BufferError, TimeoutError, ValueError) as e:
+            error = classify(e)
+        outcomes = self._fill_sends(op["value"], results, sends)
+        if self.consumer is not None and self.consumer.subscribed and error is None:
+            polled = _merged_polls(results)
+            if polled:
+                try:
+                    self.consumer.commit(polled)
+                except KafkaException as e:
+                    log.info("offset commit failed (reads stand): %s", e)
+        return completion(op, results, _combine(error, outcomes))
+
+    def _txn(self, op: OpDict) -> OpDict:
+        """The op as one transaction: ok if the commit was acknowledged, fail
+        if it was certainly aborted, info otherwise."""
+        assert self.producer is not None and self.consumer is not None
+        producer, timeout = self.producer, self.config.op_timeout_s
+        results: list[Any] = []
+        sends: dict[int, list[Any]] = {}
+        abort_at = op.get("abort_at")
+        try:
+            producer.begin_transaction()
+            for i, mop in enumerate(op["value"]):
+                if abort_at is not None and i == abort_at:
+                    raise IntentionalAbort()
+                if mop[0] == "send":
+                    sends[i] = self._produce(mop)
+                    results.append(None)
+                else:
+                    results.append(["poll", self._poll(op)])
+            if abort_at is not None:
+                raise IntentionalAbort()
+            polled = _merged_polls(results)
+            if polled:
+                producer.send_offsets_to_transaction(
+                    self.consumer.next_offsets(polled),
+                    self.consumer.consumer.consumer_group_metadata(),
+                    timeout,
+                )
+            producer.commit_transaction(timeout)
+        except IntentionalAbort:
+            self._fill_sends(op["value"], results, sends)
+            return completion(op, results, self._abort("intentional-abort"))
+        except (KafkaException, BufferError, TimeoutError, ValueError) as e:
+            self._fill_sends(op["value"], results, sends)
+            outcome = classify(e)
+            if is_abortable(e):
+                outcome = self._abort(outcome.error)
+            elif outcome.type == "fail" and not outcome.end_process:
+                # a definite refusal of one call does not make the txn definite
+                outcome = Outcome("info", outcome.error)
+            return completion(op, results, outcome)
+        self._fill_sends(op["value"], results, sends)
+        return completion(op, results, None)
+
+    def _abort(self, cause: str) -> Outcome:
+        """Aborts the open transaction: ``fail`` if Kafka acknowledged the
+        abort, else ``info`` and a new process."""
+        assert self.producer is not None
+        try:
+            self.producer.abort_transaction(self.config.op_timeout_s)
+        except KafkaException as e:
+            why = classify(e).error
+            return Outcome("info", f"{cause}; abort failed: {why}", end_process=True)
+        return Outcome("fail", cause)
+
+    def _produce(self, mop: list[Any]) -> list[Any]:
+        """Enqueues one send; the returned cell gets ``[error, offset]`` on delivery."""
+        assert self.producer is not None
+        _, key, value = mop
+        topic, partition = topic_partition(key)
+        cell: list[Any] = [None, None, False]
+
+        def delivered(err: KafkaError | None, msg: Any) -> None:
+            cell[0], cell[1], cell[2] = err, (msg.offset() if err is None else None), True
+
+        self.producer.produce(
+            topic, value=str(value).encode(), partition=partition, on_delivery=delivered
+        )
+        self.producer.poll(0)
+        return cell
+
+    def _flush(self) -> None:
+        assert self.producer is not None
+        left = self.producer.flush(self.config.op_timeout_s)
+        if left:
+            raise TimeoutError(f"{left} message(s) undelivered after {self.config.op_timeout_s}s")
+
+    def _poll(self, op: OpDict) -> dict[int, list[list[int]]]:
+        assert self.consumer is not None
+        return self.consumer.poll(op.get("poll_ms", self.config.poll_s * 1000) / 1000)
+
+    def _fill_sends(
+        self, mops: list[Any], results: list[Any], sends: dict[int, list[Any]]
+    ) -> list[Outcome | None]:
+        """Puts each send's ``[offset, value]`` into ``results`` (offset None
+        if unknown; micro-ops never reached keep their invocation form) and
+        returns each delivery's outcome."""
+        outcomes: list[Outcome | None] = []
+        for i, mop in enumerate(mops):
+            if i >= len(results):
+                results.append(mop)
+            elif i in sends:
+                err, offset, done = sends[i]
+                results[i] = ["send", mop[1], [offset, mop[2]]]
+                if not done:
+                    outcomes.append(Outcome("info", "undelivered"))
+                elif err is not None:
+                    outcomes.append(classify_delivery(err))
+                else:
+                    outcomes.append(None)
+        return outcomes
+
+
+def _merged_polls(results: list[Any]) -> dict[int, list[list[int]]]:
+    merged: dict[int, list[list[int]]] = {}
+    for r in results:
+        if r and r[0] == "poll" and len(r) == 2:
+            for k, recs in r[1].items():
+                merged.setdefault(k, []).extend(recs)
+    return merged
+
+
+def _combine(error: Outcome | None, sends: list[Outcome | None]) -> Outcome | None:
+    """One outcome for a non-transactional op: a definite failure only if
+    nothing in it can have taken effect."""
+    failed = [o for o in sends if o is not None]
+    if error is None and not failed:
+        return None
+    delivered = len(sends) - len(failed)
+    candidates = ([error] if error else []) + failed
+    if all(o.type == "fail" for o in candidates) and delivered == 0:
+        end = any(o.end_process for o in candidates)
+        return Outcome("fail", candidates[0].error, end)
+    info = next((o for o in candidates if o.type == "info"), candidates[0])
+    return Outcome("info", info.error, any(o.end_process for o in candidates))
+
+
+def create_topics(config: ClientConfig, timeout_s: float = 30.0) -> None:
+    """Creates the topics for ``config.keys`` (existing ones are fine) and
+    waits until every partition has a leader."""
+    import time
+
+    admin = AdminClient({"bootstrap.servers": config.bootstrap, "logger": LIBRDKAFKA_LOG})
+    wanted = topics(config.keys)
+    futures = admin.create_topics(
+        [NewTopic(t, PARTITIONS_PER_TOPIC, config.replication_factor) for t in wanted],
+        request_timeout=timeout_s,
+    )
+    for fut in futures.values():
+        try:
+            fut.result(timeout_s)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+    deadline = time.monotonic() + timeout_s
+    while True:
+        md = admin.list_topics(timeout=timeout_s)
+        ready = all(
+            t in md.topics
+            and md.topics[t].error is None
+            and len(md.topics[t].partitions) == PARTITIONS_PER_TOPIC
+            and all(p.leader >= 0 for p in md.topics[t].partitions.values())
+            for t in wanted
+        )
+        if ready:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topics {wanted} have no leaders after {timeout_s}s")
+        time.sleep(0.2)

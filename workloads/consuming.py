@@ -1,0 +1,151 @@
+"""A consumer that speaks in keys, remembers what it polled, and can roll back.
+
+Wraps a confluent-kafka ``Consumer`` for the queue client: ``assign`` keeps
+the position of keys it already had (as Java's ``assign`` does, unlike
+librdkafka's), ``poll`` returns ``{key: [[offset, value], ...]}``, and
+``rollback`` seeks every key polled in the current op back to the first
+offset it returned there — what a user must do after a failed or unknown
+transaction, since Kafka leaves the position after the aborted records
+(KAFKA-17582).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as TP
+
+from workloads.keys import key_of, topic_partition, topics
+
+log = logging.getLogger(__name__)
+
+MAX_RECORDS = 500
+FIRST_OFFSET = 0
+
+
+class KeyConsumer:
+    """One process's consumer."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.consumer = Consumer(config)
+        self.assigned: list[int] = []
+        self.subscribed = False
+        self.first_polled: dict[int, int] = {}
+        self.rebalance_log: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def begin_op(self) -> None:
+        """Starts tracking the first offset polled per key for a rollback."""
+        self.first_polled = {}
+
+    def assign(self, keys: list[int], from_beginning: bool) -> None:
+        positions: dict[int, int] = {}
+        if not from_beginning and self.assigned and not self.subscribed:
+            for tp in self.consumer.position([TP(*topic_partition(k)) for k in self.assigned]):
+                if tp.error is None and tp.offset >= 0:
+                    positions[key_of(tp.topic, tp.partition)] = tp.offset
+        # Newly assigned keys start at the beginning: assign-mode consumers
+        # commit nothing, so Kafka's "committed, else earliest" is the same
+        # thing without asking a group coordinator. Offset 0 *is* the
+        # beginning of jepka's fresh topics and needs no ListOffsets round
+        # trip; were the log start later, auto.offset.reset=earliest applies.
+        start = FIRST_OFFSET
+        if self.subscribed:
+            self.consumer.unsubscribe()
+            self.subscribed = False
+        self.consumer.assign([TP(*topic_partition(k), positions.get(k, start)) for k in keys])
+        self.assigned = list(keys)
+
+    def subscribe(self, keys: list[int]) -> None:
+        """Subscribes to the topics of ``keys``; rebalances are logged as
+        ``{"type": "assigned"|"revoked", "keys": [...]}`` for the next op."""
+        self.consumer.subscribe(
+            topics(keys),
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_revoke,
+        )
+        self.subscribed = True
+        self.assigned = []
+
+    def _log(self, kind: str, partitions: list[TP]) -> None:
+        keys = sorted(key_of(tp.topic, tp.partition) for tp in partitions)
+        with self._lock:
+            self.rebalance_log.append({"type": kind, "keys": keys})
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TP]) -> None:
+        self._log("assigned", partitions)
+        self.assigned = sorted(
+            set(self.assigned) | {key_of(p.topic, p.partition) for p in partitions}
+        )
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TP]) -> None:
+        self._log("revoked", partitions)
+        gone = {key_of(p.topic, p.partition) for p in partitions}
+        self.assigned = [k for k in self.assigned if k not in gone]
+
+    def take_rebalance_log(self) -> list[dict[str, Any]]:
+        with self._lock:
+            out, self.rebalance_log = self.rebalance_log, []
+        return out
+
+    def poll(self, timeout_s: float) -> dict[int, list[list[int]]]:
+        """One ``consume`` call as ``{key: [[offset, value], ...]}``; a record
+        error raises ``KafkaException``."""
+        out: dict[int, list[list[int]]] = {}
+        for msg in self.consumer.consume(MAX_RECORDS, timeout_s):
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(err)
+            key = key_of(msg.topic(), msg.partition())
+            offset = msg.offset()
+            raw = msg.value()
+            try:
+                value = int(raw)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"key {key} offset {offset}: value {raw!r} is not an integer"
+                ) from None
+            out.setdefault(key, []).append([offset, value])
+            self.first_polled.setdefault(key, offset)
+        return out
+
+    def next_offsets(self, polled: dict[int, list[list[int]]]) -> list[TP]:
+        """Offsets to commit after ``polled``: the highest offset read + 1 per key."""
+        return [
+            TP(*topic_partition(k), max(o for o, _ in recs) + 1)
+            for k, recs in sorted(polled.items())
+            if recs
+        ]
+
+    def commit(self, polled: dict[int, list[list[int]]]) -> None:
+        offsets = self.next_offsets(polled)
+        if offsets:
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+
+    def rollback(self) -> None:
+        """Seeks each key polled since ``begin_op`` back to its first offset."""
+        for key, offset in sorted(self.first_polled.items()):
+            try:
+                self.consumer.seek(TP(*topic_partition(key), offset))
+            except KafkaException as e:
+                log.warning("could not roll key %s back to %s: %s", key, offset, e)
+        self.first_polled = {}
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Closes in the background: a consumer leaving its group can block on
+        a partitioned coordinator, and a dead process must not hang the run."""
+        t = threading.Thread(target=self._close_quietly, daemon=True, name="jepka-consumer-close")
+        t.start()
+        t.join(timeout_s)
+
+    def _close_quietly(self) -> None:
+        try:
+            self.consumer.close()
+        except (KafkaException, RuntimeError) as e:
+            log.debug("consumer close: %s", e)

@@ -1,0 +1,255 @@
+"""Op generators for the queue-family workloads (Jepsen's ``tests/kafka.clj``).
+
+* :class:`QueueOps` — seeded random sends and polls, grouped into
+  transactions of up to ``max_txn_length`` micro-ops (Jepsen's txn rewrite of
+  list-append, then ``tag-rw``: ``f`` is ``send``/``poll`` when all micro-ops
+  agree, else ``txn``); values are unique per key; now and then an op is
+  replaced by a re-``assign``/``subscribe`` of random keys (interleave
+  subscribes); with an abort chance, an op carries ``abort_at``.
+* :class:`AssignNewProcesses` — a process's first op subscribes it to every
+  key, so a fresh consumer (after a crash) reads something. It draws no
+  randomness, so the random schedule does not depend on timing.
+* :class:`OffsetTracker` / :func:`track_offsets` — the highest offset seen
+  per key, the target of the final polls (Jepsen's ``track-key-offsets``).
+* :class:`CatchUp` / :func:`final_polls` — per thread: assign every key from
+  the beginning, then poll until this process has read up to the target of
+  every key; an unknown outcome starts over with a new process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.generator import (
+    PENDING,
+    Context,
+    Generator,
+    GenLike,
+    OpDict,
+    OpResult,
+    Rand,
+    each_thread,
+    lift,
+)
+
+FINAL_POLL_MS = 1000
+
+
+def _offsets(done: OpDict) -> list[tuple[int, int]]:
+    """(key, offset) pairs an ok completion proves exist."""
+    out: list[tuple[int, int]] = []
+    for mop in done.get("value") or []:
+        if not isinstance(mop, list) or not mop:
+            continue
+        if (
+            mop[0] == "send"
+            and len(mop) == 3
+            and isinstance(mop[2], list)
+            and mop[2][0] is not None
+        ):
+            out.append((int(mop[1]), int(mop[2][0])))
+        elif mop[0] == "poll" and len(mop) == 2 and isinstance(mop[1], dict):
+            for k, recs in mop[1].items():
+                if recs:
+                    out.append((int(k), max(int(o) for o, _ in recs)))
+    return out
+
+
+class QueueOps(Generator):
+    """Random queue ops; see the module docstring."""
+
+    __slots__ = ("abort_p", "keys", "max_len", "next_values", "rand", "sub_p", "sub_via", "txn")
+
+    def __init__(
+        self,
+        keys: tuple[int, ...],
+        rand: Rand,
+        *,
+        max_len: int = 1,
+        txn: bool = False,
+        abort_p: float = 0.0,
+        sub_p: float = 0.0,
+        sub_via: tuple[str, ...] = ("assign",),
+        next_values: tuple[int, ...] | None = None,
+    ) -> None:
+        self.keys, self.rand, self.max_len, self.txn = keys, rand, max_len, txn
+        self.abort_p, self.sub_p, self.sub_via = abort_p, sub_p, sub_via
+        self.next_values = next_values if next_values is not None else (1,) * len(keys)
+
+    def _with(self, rand: Rand, next_values: tuple[int, ...]) -> QueueOps:
+        return QueueOps(
+            self.keys,
+            rand,
+            max_len=self.max_len,
+            txn=self.txn,
+            abort_p=self.abort_p,
+            sub_p=self.sub_p,
+            sub_via=self.sub_via,
+            next_values=next_values,
+        )
+
+    def op(self, test: Any, ctx: Context) -> OpResult:
+        process = ctx.some_free_process()
+        if process is None:
+            return PENDING
+        rand = self.rand
+        resub, rand = rand.chance(self.sub_p)
+        if resub:
+            via, rand = rand.choice(self.sub_via)
+            chosen = []
+            for k in self.keys:
+                take, rand = rand.chance(0.5)
+                if take:
+                    chosen.append(k)
+            if not chosen:
+                i, rand = rand.below(len(self.keys))
+                chosen = [self.keys[i]]
+            o = {"type": "invoke", "process": process, "time": ctx.time, "f": via, "value": chosen}
+            return o, self._with(rand, self.next_values)
+        n, rand = rand.below(self.max_len)
+        values = list(self.next_values)
+        mops: list[list[Any]] = []
+        for _ in range(n + 1):
+            send, rand = rand.chance(0.5)
+            if send:
+                i, rand = rand.below(len(self.keys))
+                mops.append(["send", self.keys[i], values[i]])
+                values[i] += 1
+            else:
+                mops.append(["poll"])
+        kinds = {m[0] for m in mops}
+        f = "txn" if len(kinds) > 1 else kinds.pop()
+        o = {"type": "invoke", "process": process, "time": ctx.time, "f": f, "value": mops}
+        if self.txn and self.abort_p > 0:
+            for i in range(len(mops)):
+                hit, rand = rand.chance(self.abort_p)
+                if hit:
+                    o["abort_at"] = i
+                    break
+        return o, self._with(rand, tuple(values))
+
+
+class AssignNewProcesses(Generator):
+    """Before a process's first op from ``gen``, an op putting it on every key."""
+
+    __slots__ = ("done", "gen", "keys", "via")
+
+    def __init__(
+        self, gen: Generator | None, keys: list[int], via: str, done: frozenset[Any] = frozenset()
+    ) -> None:
+        self.gen, self.keys, self.via, self.done = gen, keys, via, done
+
+    def op(self, test: Any, ctx: Context) -> OpResult:
+        if self.gen is None:
+            return None
+        process = ctx.some_free_process()
+        if process is not None and process not in self.done:
+            o = {
+                "type": "invoke",
+                "process": process,
+                "time": ctx.time,
+                "f": self.via,
+                "value": list(self.keys),
+            }
+            return o, AssignNewProcesses(self.gen, self.keys, self.via, self.done | {process})
+        r = self.gen.op(test, ctx)
+        if r is None or r is PENDING:
+            return r
+        o, nxt = r  # type: ignore[misc]
+        return o, AssignNewProcesses(nxt, self.keys, self.via, self.done)
+
+    def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
+        if self.gen is None:
+            return self
+        return AssignNewProcesses(self.gen.update(test, ctx, event), self.keys, self.via, self.done)
+
+
+class OffsetTracker:
+    """The highest offset known per key (from ok sends and polls). Shared,
+    mutable state — like Jepsen's atom — written only by the interpreter thread."""
+
+    def __init__(self) -> None:
+        self.highest: dict[int, int] = {}
+
+    def observe(self, done: OpDict) -> None:
+        if done.get("type") != "ok":
+            return
+        for key, offset in _offsets(done):
+            if offset > self.highest.get(key, -1):
+                self.highest[key] = offset
+
+
+class TrackOffsets(Generator):
+    __slots__ = ("gen", "tracker")
+
+    def __init__(self, gen: Generator | None, tracker: OffsetTracker) -> None:
+        self.gen, self.tracker = gen, tracker
+
+    def op(self, test: Any, ctx: Context) -> OpResult:
+        r = self.gen.op(test, ctx) if self.gen is not None else None
+        if r is None or r is PENDING:
+            return r
+        o, nxt = r  # type: ignore[misc]
+        return o, TrackOffsets(nxt, self.tracker)
+
+    def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
+        self.tracker.observe(event)
+        if self.gen is None:
+            return self
+        return TrackOffsets(self.gen.update(test, ctx, event), self.tracker)
+
+
+def track_offsets(gen: GenLike, tracker: OffsetTracker) -> Generator:
+    return TrackOffsets(lift(gen), tracker)
+
+
+class CatchUp(Generator):
+    """One thread's final reads (see the module docstring). ``seen`` is the
+    highest offset this process has polled per key; ``None`` means an assign
+    from the beginning is due."""
+
+    __slots__ = ("keys", "seen", "tracker")
+
+    def __init__(
+        self, keys: list[int], tracker: OffsetTracker, seen: dict[int, int] | None = None
+    ) -> None:
+        self.keys, self.tracker, self.seen = keys, tracker, seen
+
+    def caught_up(self) -> bool:
+        seen = self.seen or {}
+        return all(seen.get(k, -1) >= o for k, o in self.tracker.highest.items())
+
+    def op(self, test: Any, ctx: Context) -> OpResult:
+        process = ctx.some_free_process()
+        if self.seen is not None and self.caught_up():
+            return None
+        if process is None:
+            return PENDING
+        base = {"type": "invoke", "process": process, "time": ctx.time}
+        if self.seen is None:
+            o = {**base, "f": "assign", "value": list(self.keys), "seek_to_beginning": True}
+            return o, CatchUp(self.keys, self.tracker, {})
+        o = {**base, "f": "poll", "value": [["poll"]], "poll_ms": FINAL_POLL_MS}
+        return o, self
+
+    def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
+        kind = event.get("type")
+        if kind == "invoke":
+            return self
+        if (
+            kind == "info"
+            or event.get("end_process")
+            or (event.get("f") == "assign" and kind == "fail")
+        ):
+            return CatchUp(self.keys, self.tracker, None)
+        if kind == "ok" and event.get("f") == "poll":
+            seen = dict(self.seen or {})
+            for key, offset in _offsets(event):
+                seen[key] = max(seen.get(key, -1), offset)
+            return CatchUp(self.keys, self.tracker, seen)
+        return self
+
+
+def final_polls(keys: list[int], tracker: OffsetTracker) -> Generator:
+    """Every client thread reads every key until caught up (bound it with a time limit)."""
+    return each_thread(CatchUp(keys, tracker))

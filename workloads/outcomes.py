@@ -1,0 +1,140 @@
+"""Kafka client errors → ``fail`` (certainly did not happen) or ``info`` (unknown).
+
+A history is only as good as this table. ``fail`` is a promise to the
+checker that the operation had no effect, so it is given only where Kafka's
+protocol guarantees that: the request was refused before anything was
+written (unknown topic, invalid request, authorisation), or a transaction
+was aborted and the abort was acknowledged. Everything else — timeouts,
+lost connections, unknown server errors and, surprisingly,
+``NOT_LEADER_OR_FOLLOWER`` (a produce may be replicated and committed even
+though the old leader answers with it; KAFKA-13574) — is ``info``.
+
+Producer errors after which the producer cannot go on (fenced, out-of-order
+sequence, fatal idempotence errors) also set ``end_process``: the worker
+closes the client and continues with a new process and a fresh producer.
+Shaped like aiokafka's ``errors.py`` registry: one entry per code, looked up
+by :func:`classify`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError, KafkaException
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How an error completes an op: its ``type``, a short ``error`` name and
+    whether the process must end."""
+
+    type: str
+    error: str
+    end_process: bool = False
+
+
+def _name(code: int) -> str:
+    """``KafkaError.NOT_LEADER_FOR_PARTITION`` → ``not-leader-for-partition``."""
+    try:
+        text = KafkaError(code).name()
+    except Exception:
+        text = f"code-{code}"
+    return text.strip("_").lower().replace("_", "-")
+
+
+# Refused before anything was written: the op certainly did not happen.
+DEFINITE: frozenset[int] = frozenset(
+    getattr(KafkaError, n)
+    for n in (
+        "UNKNOWN_TOPIC_OR_PART",
+        "_UNKNOWN_TOPIC",
+        "_UNKNOWN_PARTITION",
+        "TOPIC_EXCEPTION",
+        "INVALID_MSG",
+        "INVALID_MSG_SIZE",
+        "MSG_SIZE_TOO_LARGE",
+        "RECORD_LIST_TOO_LARGE",
+        "INVALID_REQUIRED_ACKS",
+        "INVALID_RECORD",
+        "TOPIC_AUTHORIZATION_FAILED",
+        "CLUSTER_AUTHORIZATION_FAILED",
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+        "UNSUPPORTED_VERSION",
+        "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+        "_INVALID_ARG",
+        "_QUEUE_FULL",
+        "_UNSUPPORTED_FEATURE",
+        "_STATE",
+    )
+)
+
+# The producer is unusable afterwards; a new process gets a new one.
+# Fenced or out-of-order: Kafka rejected the batch, so it did not happen (Jepsen).
+FENCED: frozenset[int] = frozenset(
+    getattr(KafkaError, n)
+    for n in (
+        "PRODUCER_FENCED",
+        "_FENCED",
+        "INVALID_PRODUCER_EPOCH",
+        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        "TRANSACTION_COORDINATOR_FENCED",
+        "INVALID_PRODUCER_ID_MAPPING",
+    )
+)
+
+
+class IntentionalAbort(Exception):
+    """Raised inside a transaction to abort it on purpose (``--abort-p``)."""
+
+
+class ClientCrash(Exception):
+    """A ``crash`` op: the client is torn down as if its process died."""
+
+
+def classify_code(code: int, fatal: bool = False) -> Outcome:
+    """The outcome for a librdkafka error code."""
+    name = _name(code)
+    if code in FENCED:
+        return Outcome("fail", name, end_process=True)
+    if fatal:
+        return Outcome("info", name, end_process=True)
+    if code in DEFINITE:
+        return Outcome("fail", name)
+    return Outcome("info", name)
+
+
+def classify(e: BaseException | KafkaError) -> Outcome:
+    """The outcome for anything a client call raised or reported."""
+    if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
+        e = e.args[0]
+    if isinstance(e, KafkaError):
+        return classify_code(e.code(), e.fatal())
+    if isinstance(e, ClientCrash):
+        return Outcome("info", "crash", end_process=True)
+    if isinstance(e, TimeoutError):
+        return Outcome("info", "timeout")
+    return Outcome("info", f"indeterminate: {type(e).__name__}: {e}".rstrip(": "))
+
+
+# Delivery reports come after librdkafka's retries: an earlier attempt may
+# have timed out yet been written, so only errors raised before anything
+# was sent are definite there.
+LOCAL_DEFINITE: frozenset[int] = frozenset(
+    getattr(KafkaError, n)
+    for n in ("_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "_INVALID_ARG", "_QUEUE_FULL", "_STATE")
+)
+
+
+def classify_delivery(err: KafkaError) -> Outcome:
+    """The outcome for a produce's delivery-report error (see ``LOCAL_DEFINITE``)."""
+    code = err.code()
+    if code in FENCED or code in LOCAL_DEFINITE:
+        return classify_code(code, err.fatal())
+    return Outcome("info", _name(code), end_process=err.fatal())
+
+
+def is_abortable(e: BaseException | KafkaError) -> bool:
+    """Whether a transactional error asks for an abort (the txn can be rolled back)."""
+    if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
+        e = e.args[0]
+    return isinstance(e, KafkaError) and e.txn_requires_abort()

@@ -1,0 +1,84 @@
+"""Workload factories: a spec and a bootstrap address in, the parts of a test out.
+
+A workload is Jepsen's ``{:client :generator :final-generator}``: the client
+template the interpreter opens per process, the main-phase client generator
+(not yet rate-limited: the runner staggers it), and the final-phase generator
+that reads everything back. ``test_data`` goes into the run's ``test.json``.
+
+* ``queue`` — single sends and polls over many keys (no transactions);
+* ``txn`` — transactions of up to ``max_txn_length`` mixed sends and polls
+  that also commit the consumer's offsets, with intentional aborts;
+* ``idempotence`` — batches of sends from idempotent producers, with polls,
+  and no transactions: duplicates or reorders show a broken dedup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.generator import GenLike, Rand, on_clients
+from harness.spec import SpecError, TestSpec
+from workloads.client import ClientConfig, QueueClient
+from workloads.generators import (
+    AssignNewProcesses,
+    OffsetTracker,
+    QueueOps,
+    final_polls,
+    track_offsets,
+)
+from workloads.keys import all_keys, key_map
+
+SUPPORTED = ("queue", "txn", "idempotence")
+
+
+@dataclass
+class Workload:
+    name: str
+    client: QueueClient
+    generator: GenLike
+    final_generator: GenLike
+    test_data: dict[str, Any]
+
+
+def build(spec: TestSpec, bootstrap: str) -> Workload:
+    if spec.workload not in SUPPORTED:
+        raise SpecError(
+            f"workload {spec.workload!r} is not available yet; use one of {', '.join(SUPPORTED)}"
+        )
+    keys = all_keys(spec.key_count)
+    txn = spec.workload == "txn"
+    idempotent = spec.idempotence or spec.workload == "idempotence"
+    config = ClientConfig(
+        bootstrap=bootstrap,
+        keys=tuple(keys),
+        acks="all" if spec.workload == "idempotence" else spec.acks,
+        idempotence=idempotent,
+        isolation_level=spec.isolation_level,
+        transactional=txn,
+        replication_factor=spec.replication_factor,
+        txn_id_prefix=f"jepka-{spec.test_name}-{spec.seed}",
+    )
+    max_len = 1 if spec.workload == "queue" else spec.max_txn_length
+    ops = QueueOps(
+        tuple(keys),
+        Rand.derive(spec.seed, f"{spec.workload}/ops"),
+        max_len=max_len,
+        txn=txn,
+        abort_p=spec.abort_p if txn else 0.0,
+        sub_p=spec.sub_p,
+        sub_via=spec.sub_via,
+    )
+    tracker = OffsetTracker()
+    main = track_offsets(AssignNewProcesses(ops, keys, spec.sub_via[0]), tracker)
+    return Workload(
+        name=spec.workload,
+        client=QueueClient(config),
+        generator=main,
+        final_generator=on_clients(final_polls(keys, tracker)),
+        test_data={
+            "keys": key_map(spec.key_count),
+            "transactional": txn,
+            "idempotence": idempotent,
+        },
+    )
