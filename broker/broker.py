@@ -11,7 +11,7 @@ import signal
 from typing import Any
 
 from broker.api.registry import SERVICES, load_handlers
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, ConfigError
 from broker.log.ledger import FsyncLedger
 from broker.network.server import SocketServer
 from broker.server.replica_manager import ReplicaManager
@@ -53,7 +53,12 @@ class Broker:
         for name, factory in SERVICES.items():
             self.services[name] = factory(self)
             await self.services[name].start()
-        self.port = await self.server.start(self.config.host, self.config.port)
+        try:
+            self.port = await self.server.start(self.config.host, self.config.port)
+        except OSError as e:
+            raise ConfigError(
+                f"cannot listen on {self.config.host}:{self.config.port}: {e}"
+            ) from None
         self._tasks = [
             asyncio.create_task(
                 self._every(

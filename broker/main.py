@@ -54,10 +54,7 @@ def run(config: BrokerConfig) -> int:
             raise ConfigError(str(e)) from None
         await broker.run_until_stopped()
 
-    try:
-        asyncio.run(main())
-    except OSError as e:
-        raise ConfigError(f"cannot listen on {config.host}:{config.port}: {e}") from None
+    asyncio.run(main())
     return 0
 
 

@@ -29,7 +29,6 @@ def entry(name: str, value: Any, source: int) -> dict[str, Any]:
         "value": render(value),
         "read_only": source != SOURCE_TOPIC,
         "config_source": source,
-        "is_default": source == SOURCE_DEFAULT,
         "is_sensitive": False,
         "synonyms": [],
         "config_type": config_type(value),

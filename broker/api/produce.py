@@ -8,6 +8,7 @@ from typing import Any
 
 from broker.api.registry import RequestContext, api
 from broker.errors import ErrorCode, KafkaError
+from broker.server.topics import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,8 @@ async def handle_produce(ctx: RequestContext, request: Any) -> dict[str, Any] | 
             try:
                 if request.acks not in (0, 1, -1):
                     raise KafkaError(ErrorCode.invalid_required_acks, f"acks={request.acks}")
+                if topic.name in INTERNAL_TOPICS:
+                    raise KafkaError(ErrorCode.invalid_topic_exception, "internal topic")
                 if data.records is None:
                     raise KafkaError(ErrorCode.invalid_record, "null records")
                 result = await manager.append_records(

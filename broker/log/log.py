@@ -213,7 +213,8 @@ class Log:
         active = self.segments[-1]
         full = active.size + size > self.config["segment.bytes"]
         old = time.time() - active.created_at > self.config["segment.ms"] / 1000
-        if active.size > 0 and (full or old):
+        index_full = len(active.index.offsets) >= self.config["segment.index.bytes"] // 8
+        if active.size > 0 and (full or old or index_full):
             self.roll()
         return self.segments[-1]
 

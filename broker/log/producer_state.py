@@ -189,6 +189,18 @@ class ProducerStateManager:
             entry.producer_id, first, header.base_offset, control_type == CONTROL_ABORT
         )
 
+    def remove_expired(self, now_ms: int, max_idle_ms: int) -> int:
+        """Forgets producers idle past ``producer.id.expiration.ms`` with no open
+        transaction, as Kafka does; their next batch starts a fresh entry."""
+        expired = [
+            pid
+            for pid, e in self.producers.items()
+            if e.txn_first_offset is None and e.last_timestamp < now_ms - max_idle_ms
+        ]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
     def set_coordinator_epoch(self, producer_id: int, coordinator_epoch: int) -> None:
         self.producers[producer_id].coordinator_epoch = coordinator_epoch
 

@@ -269,7 +269,11 @@ class ReplicaManager:
             partition.log.flush_if_stale()
 
     def apply_retention(self) -> int:
+        """Deletes expired segments and expires idle producers; returns segments deleted."""
         now_ms = int(time.time() * 1000)
-        return sum(
-            p.log.apply_retention(now_ms, p.high_watermark) for p in self.partitions.values()
-        )
+        max_idle_ms = self.config["producer.id.expiration.ms"]
+        deleted = 0
+        for partition in self.partitions.values():
+            deleted += partition.log.apply_retention(now_ms, partition.high_watermark)
+            partition.log.producer_state.remove_expired(now_ms, max_idle_ms)
+        return deleted

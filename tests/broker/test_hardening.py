@@ -228,3 +228,23 @@ def test_bad_config_file_names_file_and_line(tmp_path: Path) -> None:
     )
     assert result.returncode == 254
     assert f"{config}:3" in result.stderr and "retention.ms" in result.stderr
+
+
+def test_port_in_use_exits_254(shared_broker: BrokerProcess, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "--node-id",
+            "2",
+            "--listen",
+            shared_broker.bootstrap,
+            "--data-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 254 and "cannot listen" in result.stderr

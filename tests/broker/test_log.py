@@ -160,3 +160,22 @@ def test_markers_track_lso_and_aborted_index(tmp_path: Path, ledger: FsyncLedger
     reopened = open_log(tmp_path, ledger)  # unclean reopen rebuilds from the log
     assert [a.first_offset for a in reopened.aborted_transactions(0, 10)] == [0]
     assert values_of(reopened) == [(0, b"t1"), (1, b"plain")]
+
+
+def test_idle_producers_expire_but_open_transactions_stay(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    log = open_log(tmp_path, ledger)
+    log.append(bytearray(make_batch([b"a"], 1, 0, 0, timestamp_ms=1_000)), 0)
+    log.append(bytearray(make_batch([b"b"], 2, 0, 0, transactional=True, timestamp_ms=1_000)), 0)
+    assert log.producer_state.remove_expired(now_ms=10_000, max_idle_ms=5_000) == 1
+    assert set(log.producer_state.producers) == {2}
+
+
+def test_full_offset_index_rolls_the_segment(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger, index_interval_bytes=1, segment_index_bytes=40)
+    for i in range(12):
+        log.append(bytearray(make_batch([b"%d" % i])), 0)
+    assert len(log.segments) >= 2
+    assert all(len(s.index.offsets) <= 5 for s in log.segments)
+    assert [v for _, v in values_of(log)] == [b"%d" % i for i in range(12)]
