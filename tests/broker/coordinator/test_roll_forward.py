@@ -1,0 +1,73 @@
+"""A coordinator that dies between PrepareCommit and its markers: the next one
+finds the decision in ``__transaction_state`` and rolls the transaction forward.
+
+Runs the real broker components in-process (storage, replica manager,
+coordinators) so the crash point is exact: the completion task is cancelled
+before it writes a single marker, as if the process had died there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from broker.broker import Broker
+from broker.config import load_config
+from broker.coordinator.service import CoordinatorService
+from broker.coordinator.txn.state import TransactionState
+from broker.log.batch import CONTROL_COMMIT, control_type
+from tests.broker.batches import make_batch
+
+pytestmark = [pytest.mark.broker]
+SETTINGS = ["offsets.topic.num.partitions=3", "transaction.state.log.num.partitions=3"]
+
+
+async def open_broker(data_dir: Path) -> tuple[Broker, CoordinatorService]:
+    broker = Broker(load_config(1, "127.0.0.1:0", data_dir, None, SETTINGS))
+    broker.replica_manager.open_all(clean=False)
+    service = CoordinatorService(broker)
+    await service.start()
+    return broker, service
+
+
+async def close_broker(broker: Broker, service: CoordinatorService) -> None:
+    await service.stop()
+    broker.replica_manager.close()
+    broker.ledger.close()
+
+
+async def scenario(data_dir: Path) -> None:
+    broker, service = await open_broker(data_dir)
+    manager = broker.replica_manager
+    manager.create_topic("d", 2, 1, {})
+    txn = service.txn
+    pid, epoch = await txn.init_producer_id("rf", 60_000, -1, -1)
+    await txn.add_partitions("rf", pid, epoch, {("d", 0), ("d", 1)})
+    for partition in (0, 1):
+        batch = make_batch([b"x", b"y"], pid, epoch, 0, transactional=True)
+        await manager.append_records("d", partition, batch, -1)
+    await txn.end_txn("rf", pid, epoch, commit=True)  # PrepareCommit is durable
+    txn.runtime.unload_all()  # ...and the coordinator dies before any marker
+    assert manager.partition("d", 0).last_stable_offset == 0
+    await close_broker(broker, service)
+
+    broker, service = await open_broker(data_dir)
+    manager = broker.replica_manager
+    shard = service.txn.runtime.shard_for("rf")
+    for _ in range(200):
+        if shard.transactions["rf"].state is TransactionState.COMPLETE_COMMIT:
+            break
+        await asyncio.sleep(0.01)
+    assert shard.transactions["rf"].state is TransactionState.COMPLETE_COMMIT
+    for partition in (0, 1):
+        p = manager.partition("d", partition)
+        assert p.last_stable_offset == p.high_watermark == 3
+        *_, (header, raw) = manager.read_batches("d", partition, 0)
+        assert header.is_control and control_type(raw) == CONTROL_COMMIT
+    await close_broker(broker, service)
+
+
+def test_prepared_commit_is_rolled_forward_after_a_restart(tmp_path: Path) -> None:
+    asyncio.run(asyncio.wait_for(scenario(tmp_path), 30))
