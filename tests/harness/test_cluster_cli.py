@@ -1,0 +1,84 @@
+"""`jepka cluster` end to end on the local backend: up, faults, a crashed
+harness, heal from the registry alone, down leaving nothing behind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from harness.cluster import Cluster, ClusterSpec, Registry
+from harness.db.base import process_state
+from harness.net import iptables
+from nemesis.package import build
+from tests.nemesis.probes import leftovers, netns_available
+
+pytestmark = [pytest.mark.integration, pytest.mark.netns, pytest.mark.broker, pytest.mark.slow]
+
+
+def jepka(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "cluster", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_cluster_cli_heals_and_removes_a_dead_runs_leftovers(tmp_path: Path) -> None:
+    reason = netns_available()
+    if reason:
+        pytest.skip(reason)
+    name = f"c{uuid.uuid4().hex[:8]}"
+    store = str(tmp_path / "store")
+    up = jepka("up", "--name", name, "--store", store, "--nodes", "3")
+    assert up.returncode == 0, up.stderr
+    try:
+        # A harness applies faults and "dies": only the registry remains.
+        cluster = Cluster.attach(name, store)
+        ctx = cluster.nemesis_context(seed=1)
+        pkg = build("pause,partition,kill", seed=1)
+        pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "start-partition", "value": "one"})
+        pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "pause", "value": ["n1"]})
+        pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "kill", "value": ["n2"]})
+        faults = Registry(store, name).load()["faults"]
+        assert [f["f"] for f in faults] == ["partition", "pause", "kill"]
+        del cluster, ctx
+
+        status = jepka("status", "--name", name, "--store", store)
+        assert "broker=paused" in status.stdout and "broker=down" in status.stdout
+        healed = jepka("heal", "--store", store)
+        assert healed.returncode == 0, healed.stderr
+        cluster = Cluster.attach(name, store)
+        assert all(process_state(n) in ("S", "R") for n in cluster.nodes)
+        assert all(iptables.rules(n) == [] for n in cluster.nodes)
+        assert Registry(store, name).load()["faults"] == []
+
+        # Next start of the same cluster cleans the old one up first.
+        tag = cluster.state["tag"]
+        again = Cluster.up(ClusterSpec(name=name, nodes=3), store)
+        assert again.state["tag"] == tag and len(again.status()) == 3
+    finally:
+        down = jepka("down", "--name", name, "--store", store)
+    assert down.returncode == 0, down.stderr
+    assert not Registry(store, name).path.exists()
+    assert leftovers(tag) == []
+
+
+def test_cluster_cli_bad_input_exits_254(tmp_path: Path) -> None:
+    bad = jepka("status", "--name", "nosuch", "--store", str(tmp_path))
+    assert bad.returncode == 254 and "no cluster named 'nosuch'" in bad.stderr
+    spec = tmp_path / "spec.yml"
+    spec.write_text("backend: ssh\n")
+    bad = jepka("up", "--spec", str(spec), "--store", str(tmp_path))
+    assert bad.returncode == 254 and "needs hosts" in bad.stderr
+    spec.write_text("- not a mapping\n")
+    bad = jepka("up", "--spec", str(spec), "--store", str(tmp_path))
+    assert bad.returncode == 254 and "expected a mapping" in bad.stderr
+    (tmp_path / ".faults").mkdir()
+    (tmp_path / ".faults" / "junk.json").write_text("{not json")
+    bad = jepka("heal", "--name", "junk", "--store", str(tmp_path))
+    assert bad.returncode == 254 and "unreadable leftover registry" in bad.stderr

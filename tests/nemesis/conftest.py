@@ -1,0 +1,36 @@
+"""A real 3-node local cluster (network namespaces, reference brokers),
+shared by the fault tests and healed after each one."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from harness.cluster import Cluster, ClusterSpec
+from tests.nemesis.probes import leftovers, netns_available
+
+
+@pytest.fixture(scope="session")
+def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    reason = netns_available()
+    if reason:
+        pytest.skip(reason)
+    store = tmp_path_factory.mktemp("store")
+    spec = ClusterSpec(name=f"t{uuid.uuid4().hex[:8]}", backend="local", nodes=3)
+    cluster = Cluster.up(spec, store)
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+        assert not leftovers(cluster.state["tag"])
+
+
+@pytest.fixture
+def cluster(local_cluster: Cluster) -> Iterator[Cluster]:
+    """The shared cluster, healed after the test whatever happened."""
+    try:
+        yield local_cluster
+    finally:
+        local_cluster.heal()

@@ -1,0 +1,93 @@
+"""Schedules are pure and seeded: same seed, same faults, start/stop alternating."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nemesis.base import Compose, NemesisError
+from nemesis.package import build, parse_names
+from nemesis.process import Kill, Pause
+
+
+def by_fault(timeline: list[tuple[float, dict]], starts: set[str], stops: set[str]) -> list[str]:
+    return [
+        ("start" if op["f"] in starts else "stop")
+        for _, op in timeline
+        if op["f"] in starts | stops
+    ]
+
+
+@given(st.integers(0, 2**31), st.sampled_from(["alternate", "rotate"]))
+@settings(max_examples=50)
+def test_same_seed_same_schedule(seed: int, mode: str) -> None:
+    a = build("kill,pause,partition,clock,lose-unfsynced", seed=seed, interval=2, mode=mode)
+    b = build("kill,pause,partition,clock,lose-unfsynced", seed=seed, interval=2, mode=mode)
+    assert a.schedule(60) == b.schedule(60)
+
+
+def test_different_seeds_differ() -> None:
+    schedules = {repr(build("kill,partition", seed=s, interval=1).schedule(60)) for s in range(5)}
+    assert len(schedules) == 5
+
+
+@given(st.integers(0, 2**31), st.sampled_from(["alternate", "rotate"]))
+@settings(max_examples=50)
+def test_each_fault_alternates_and_ends_stopped(seed: int, mode: str) -> None:
+    pkg = build("kill,pause,partition", seed=seed, interval=1.5, mode=mode)
+    timeline = pkg.schedule(40)
+    times = [t for t, _ in timeline]
+    assert times == sorted(times)
+    assert all(0 <= t <= 40 for t in times)
+    assert all(op["process"] == "nemesis" for _, op in timeline)
+    for start, stop in (
+        ("kill", "start"),
+        ("pause", "resume"),
+        ("start-partition", "stop-partition"),
+    ):
+        seq = by_fault(timeline, {start}, {stop})
+        assert seq == ["start", "stop"] * (len(seq) // 2)
+
+
+def test_rotate_has_quiet_windows() -> None:
+    pkg = build("kill,pause", seed=3, interval=1, mode="rotate", stable_period=5)
+    timeline = pkg.schedule(500)
+    busy = {int(t // 5) for t, _ in timeline if t % 5}
+    assert 0 < len(busy) < 100
+
+
+def test_partition_kinds_and_values() -> None:
+    pkg = build(
+        "isolate-coordinator,partition-bridge",
+        seed=1,
+        interval=1,
+        coordinator={"transactional_id": "t1"},
+    )
+    kinds = {str(op["value"]) for _, op in pkg.schedule(100) if op["f"] == "start-partition"}
+    assert kinds == {"bridge", "{'kind': 'isolate-coordinator', 'transactional_id': 't1'}"}
+
+
+def test_final_ops_heal_everything() -> None:
+    pkg = build("kill,pause,partition,clock,lose-unfsynced", seed=1)
+    assert [op["f"] for op in pkg.final_ops()] == [
+        "start",
+        "resume",
+        "stop-partition",
+        "reset-clock",
+    ]
+
+
+def test_unknown_names_and_bad_options_are_rejected() -> None:
+    with pytest.raises(NemesisError, match="unknown nemesis kil"):
+        parse_names("kill,kil")
+    with pytest.raises(NemesisError, match="mode"):
+        build("kill", seed=1, mode="sometimes")
+    with pytest.raises(NemesisError, match="positive"):
+        build("kill", seed=1, interval=0)
+
+
+def test_compose_rejects_overlapping_fs() -> None:
+    with pytest.raises(NemesisError, match="two nemeses handle"):
+        Compose([Kill(), Kill()])
+    assert Compose([Kill(), Pause()]).fs == {"kill", "start", "pause", "resume"}
