@@ -18,13 +18,15 @@ from typing import Any
 
 import yaml
 
+from nemesis.package import NAMES as NEMESIS_NAMES
+
 WORKLOADS = ("queue", "txn", "eos", "idempotence", "group")
-NEMESES = ("none", "kill", "pause", "partition")
 CLUSTERS = ("local", "docker", "ssh")
 DBS = ("reference", "kafka")
 ACKS = ("all", "1", "0")
 ISOLATION = ("read_committed", "read_uncommitted")
 SUB_VIA = ("assign", "subscribe")
+NEMESES = ("none", *NEMESIS_NAMES)
 
 
 class SpecError(ValueError):

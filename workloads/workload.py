@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.generator import GenLike, Rand, on_clients
+from harness.generator import GenLike, Rand, any_, on_clients, repeat, stagger
 from harness.spec import SpecError, TestSpec
 from workloads.client import ClientConfig, QueueClient
 from workloads.generators import (
@@ -30,6 +30,7 @@ from workloads.generators import (
 from workloads.keys import all_keys, key_map
 
 SUPPORTED = ("queue", "txn", "idempotence")
+CRASH_INTERVAL_S = 10.0  # mean time between client crashes (--crash-clients)
 
 
 @dataclass
@@ -70,7 +71,10 @@ def build(spec: TestSpec, bootstrap: str) -> Workload:
         sub_via=spec.sub_via,
     )
     tracker = OffsetTracker()
-    main = track_offsets(AssignNewProcesses(ops, keys, spec.sub_via[0]), tracker)
+    main: GenLike = track_offsets(AssignNewProcesses(ops, keys, spec.sub_via[0]), tracker)
+    if spec.crash_clients:
+        crashes = stagger(CRASH_INTERVAL_S, repeat({"f": "crash"}), Rand.derive(spec.seed, "crash"))
+        main = any_(main, crashes)
     return Workload(
         name=spec.workload,
         client=QueueClient(config),

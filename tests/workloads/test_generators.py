@@ -1,0 +1,133 @@
+"""Workload generators, replayed without a cluster."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness import generator as g
+from harness.generator.simulate import invocations, simulate
+from workloads.generators import (
+    AssignNewProcesses,
+    OffsetTracker,
+    QueueOps,
+    final_polls,
+    track_offsets,
+)
+from workloads.keys import all_keys, key_map, key_of, topic_partition, topics
+
+KEYS = (0, 1, 2, 3)
+
+
+def test_keys_map_one_to_one() -> None:
+    for k in range(50):
+        assert key_of(*topic_partition(k)) == k
+    assert topic_partition(5) == ("jepka-t2", 1)
+    assert topics([0, 1, 5]) == ["jepka-t0", "jepka-t2"]
+    assert all_keys(5) == [0, 1, 2, 3, 4, 5]
+    assert key_map(2) == {"0": ["jepka-t0", 0], "1": ["jepka-t0", 1]}
+
+
+def test_foreign_topic_is_rejected() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="not a jepka key"):
+        key_of("orders", 0)
+
+
+def ops_for(seed: int, n: int = 400, **kw: object) -> list[dict]:
+    gen = g.limit(n, QueueOps(KEYS, g.Rand(seed), **kw))  # type: ignore[arg-type]
+    return invocations(simulate(g.on_clients(gen), concurrency=3, latency=5))
+
+
+def test_values_are_unique_per_key() -> None:
+    sent = [(m[1], m[2]) for o in ops_for(1, max_len=4) for m in o["value"] if m[0] == "send"]
+    assert len(sent) == len(set(sent)) > 100
+    per_key = Counter(k for k, _ in sent)
+    assert set(per_key) == set(KEYS)
+
+
+def test_single_mop_queue_ops_are_tagged() -> None:
+    ops = ops_for(2)
+    assert {o["f"] for o in ops} == {"send", "poll"}
+    assert all(len(o["value"]) == 1 for o in ops)
+
+
+def test_txn_ops_mix_and_abort_sometimes() -> None:
+    ops = ops_for(3, max_len=4, txn=True, abort_p=0.1)
+    assert Counter(o["f"] for o in ops).keys() == {"send", "poll", "txn"}
+    aborts = [o for o in ops if "abort_at" in o]
+    assert 0 < len(aborts) < len(ops) / 2
+    assert all(0 <= o["abort_at"] < len(o["value"]) for o in aborts)
+
+
+def test_resubscribes_pick_random_nonempty_key_sets() -> None:
+    ops = ops_for(4, sub_p=0.2, sub_via=("assign", "subscribe"))
+    re = [o for o in ops if o["f"] in ("assign", "subscribe")]
+    assert {o["f"] for o in re} == {"assign", "subscribe"}
+    assert all(o["value"] and set(o["value"]) <= set(KEYS) for o in re)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**40))
+def test_schedule_depends_only_on_the_seed(seed: int) -> None:
+    """Different thread counts and latencies, same sequence of random ops."""
+
+    def schedule(concurrency: int, latency: int) -> list:
+        ops = g.limit(80, QueueOps(KEYS, g.Rand(seed), max_len=3))
+        gen = g.on_clients(AssignNewProcesses(ops, list(KEYS), "assign"))
+        h = simulate(gen, concurrency=concurrency, latency=latency)
+        return [(o["f"], o["value"]) for o in invocations(h) if o["f"] != "assign"]
+
+    assert schedule(1, 3) == schedule(5, 17)
+
+
+def test_new_processes_are_assigned_every_key_first() -> None:
+    def complete(op: dict) -> dict:
+        return {**op, "type": "info" if op["f"] == "send" else "ok"}
+
+    gen = g.on_clients(
+        g.limit(30, AssignNewProcesses(QueueOps(KEYS, g.Rand(5)), list(KEYS), "assign"))
+    )
+    h = invocations(simulate(gen, concurrency=2, complete=complete))
+    first = {}
+    for o in h:
+        first.setdefault(o["process"], o)
+    assert all(o["f"] == "assign" and o["value"] == list(KEYS) for o in first.values())
+    assert len(first) > 2  # info sends moved threads to new processes
+
+
+def test_final_polls_read_until_every_process_caught_up() -> None:
+    tracker = OffsetTracker()
+    log: dict = {k: [] for k in KEYS}
+
+    def broker(op: dict) -> dict:
+        if op["f"] == "send":
+            k, v = op["value"][0][1], op["value"][0][2]
+            log[k].append(v)
+            return {**op, "type": "ok", "value": [["send", k, [len(log[k]) - 1, v]]]}
+        return {**op, "type": "ok"}
+
+    main = track_offsets(g.limit(40, g.repeat({"f": "send", "value": [["send", 1, 7]]})), tracker)
+    simulate(g.on_clients(main), concurrency=2, complete=broker)
+    assert tracker.highest == {1: 39}
+
+    position: dict = {}
+
+    def reader(op: dict) -> dict:
+        if op["f"] == "assign":
+            position[op["process"]] = 0
+            return {**op, "type": "ok"}
+        start = position[op["process"]]
+        recs = [[o, 7] for o in range(start, min(start + 15, 40))]
+        position[op["process"]] = start + len(recs)
+        return {**op, "type": "ok", "value": [["poll", {1: recs}]]}
+
+    h = invocations(
+        simulate(g.on_clients(final_polls(list(KEYS), tracker)), concurrency=2, complete=reader)
+    )
+    per_process = Counter((o["process"], o["f"]) for o in h)
+    assert per_process == {(0, "assign"): 1, (0, "poll"): 3, (1, "assign"): 1, (1, "poll"): 3}
+    assert all(o.get("seek_to_beginning") for o in h if o["f"] == "assign")
