@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.cli.convert",
     "harness.cli.report",
     "harness.cli.serve",
+    "harness.cli.test",
 )
 
 
