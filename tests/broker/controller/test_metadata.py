@@ -1,0 +1,147 @@
+"""Metadata records, images, deltas, snapshots and the loader's publishing."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.metadata.image import EMPTY_IMAGE, MetadataDelta, MetadataImage
+from broker.metadata.loader import MetadataLoader, decode_snapshot, encode_snapshot
+from broker.metadata.records import (
+    ConfigRecord,
+    FenceBrokerRecord,
+    MetadataRecordError,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    decode_record,
+    encode_record,
+)
+from broker.raft.protocols import LogEntry, OffsetAndEpoch, Snapshot
+from tests.broker.controller.images import cluster_image, with_partition, with_records
+
+ints = st.integers(-2, 2**31)
+names = st.text(min_size=1, max_size=12)
+replica_lists = st.lists(st.integers(0, 9), max_size=5).map(tuple)
+records = st.one_of(
+    st.builds(RegisterBrokerRecord, ints, ints, names, names, ints, st.none() | names),
+    st.builds(FenceBrokerRecord, ints, ints),
+    st.builds(UnfenceBrokerRecord, ints, ints),
+    st.builds(TopicRecord, names, names),
+    st.builds(RemoveTopicRecord, names),
+    st.builds(ConfigRecord, names, names, names, st.none() | names),
+    st.builds(PartitionRecord, names, ints, replica_lists, replica_lists, ints, ints, ints),
+    st.builds(PartitionChangeRecord, names, ints, ints, st.none() | replica_lists),
+    st.builds(ProducerIdsRecord, ints, ints, ints),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(records)
+def test_records_round_trip(record: object) -> None:
+    assert decode_record(encode_record(record)) == record  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"\xff", "not JSON"),
+        (b"[]", "unknown metadata record type 'list'"),
+        (b'{"type": "Nope"}', "unknown metadata record type 'Nope'"),
+        (b'{"type": "TopicRecord", "name": "a"}', r"TopicRecord: missing fields \['topic_id'\]"),
+        (b'{"type": "TopicRecord", "name": "a", "topic_id": "b", "x": 1}', "unknown fields"),
+        (
+            b'{"type": "FenceBrokerRecord", "broker_id": "1", "broker_epoch": 1}',
+            "FenceBrokerRecord.broker_id: '1' is not a valid",
+        ),
+        (
+            b'{"type": "PartitionChangeRecord", "topic_id": "t", "partition_id": 0, "isr": [true]}',
+            "PartitionChangeRecord.isr",
+        ),
+    ],
+)
+def test_bad_records_are_named(raw: bytes, message: str) -> None:
+    with pytest.raises(MetadataRecordError, match=message):
+        decode_record(raw)
+
+
+def test_replay_rejects_dangling_references() -> None:
+    delta = MetadataDelta(EMPTY_IMAGE)
+    with pytest.raises(MetadataRecordError, match="unknown topic id nope"):
+        delta.replay(PartitionRecord("nope", 0, (1,), (1,), 1), 0)
+    with pytest.raises(MetadataRecordError, match="broker 4 epoch 1 is not registered"):
+        delta.replay(FenceBrokerRecord(4, 1), 1)
+    delta.replay(TopicRecord("t", "id"), 2)
+    with pytest.raises(MetadataRecordError, match="leader 5 is not a replica"):
+        delta.replay(PartitionRecord("id", 0, (1, 2), (1, 2), 5), 3)
+
+
+def test_images_are_immutable_and_share_unchanged_topics() -> None:
+    image = with_partition(
+        with_partition(cluster_image([1, 2]), (1, 2), (1, 2), 1, "a"), (2, 1), (2, 1), 2, "b"
+    )
+    after = with_records(image, [PartitionChangeRecord("id-a", 0, isr=(1,))])
+    assert after.topics["id-b"] is image.topics["id-b"]
+    assert image.partition("id-a", 0).isr == (1, 2)  # type: ignore[union-attr]
+    with pytest.raises(TypeError):
+        after.topics["id-c"] = after.topics["id-a"]  # type: ignore[index]
+
+
+def test_delta_lists_changed_partitions() -> None:
+    image = with_partition(cluster_image([1, 2, 3]), (1, 2, 3), (1, 2, 3), 1)
+    delta = MetadataDelta(image)
+    delta.replay(PartitionChangeRecord("id-t", 0, leader=2, isr=(2, 3)), image.offset)
+    ((name, p, before, after),) = list(delta.changed_partitions())
+    assert (name, p, before.leader, after.leader, after.leader_epoch) == ("t", 0, 1, 2, 1)  # type: ignore[union-attr]
+    removal = MetadataDelta(image)
+    removal.replay(RemoveTopicRecord("id-t"), image.offset)
+    assert [(n, a) for n, _, _, a in removal.changed_partitions()] == [("t", None)]
+    assert removal.apply().topic("t") is None
+
+
+def rich_image() -> MetadataImage:
+    image = with_partition(cluster_image([1, 2, 3], fenced=(3,)), (1, 2, 3), (1, 2), 1)
+    return with_records(
+        image,
+        [
+            ConfigRecord("topic", "t", "min.insync.replicas", "2"),
+            PartitionChangeRecord("id-t", 0, leader=2),
+            ProducerIdsRecord(1, 101, 5000),
+        ],
+    )
+
+
+def test_snapshot_round_trip_rebuilds_the_same_image() -> None:
+    image = rich_image()
+    rebuilt = decode_snapshot(encode_snapshot(image), image.offset).apply()
+    assert rebuilt == image
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.seen: list[tuple[list[str], MetadataImage]] = []
+
+    def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        self.seen.append(([name for name, *_ in delta.changed_partitions()], image))
+
+
+def test_loader_publishes_committed_images_and_snapshots() -> None:
+    loader = MetadataLoader()
+    recorder = Recorder()
+    loader.install_publisher(recorder)
+    entries = [
+        LogEntry(0, 1, encode_record(TopicRecord("t", "id-t"))),
+        LogEntry(1, 1, encode_record(PartitionRecord("id-t", 0, (1,), (1,), 1))),
+    ]
+    loader.handle_commit(entries)
+    assert recorder.seen[-1][0] == ["t"] and recorder.seen[-1][1].offset == 2
+    image = rich_image()
+    loader.handle_load_snapshot(Snapshot(OffsetAndEpoch(3, image.offset), encode_snapshot(image)))
+    assert loader.image == image
+    with pytest.raises(MetadataRecordError, match="snapshot line 1"):
+        loader.handle_load_snapshot(Snapshot(OffsetAndEpoch(3, 9), b'{"type": "X"}'))
