@@ -84,9 +84,18 @@ def consume(bootstrap: str, topic: str, count: int, isolation: str) -> float:
     return count / (time.perf_counter() - start)
 
 
-def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> tuple[float, float]:
+def latency(
+    bootstrap: str, topic: str, rate: int, seconds: float, linger_ms: float
+) -> tuple[float, float]:
     """Produce latency (send to ack, idempotent acks=all) at a fixed rate: p50, p99 in ms."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": linger_ms,
+        }
+    )
     latencies: list[float] = []
     producer.produce(topic, VALUE)
     producer.flush(30)  # connection and producer id set up outside the measurement
@@ -116,10 +125,12 @@ def main() -> int:
     parser.add_argument("--txn-size", type=int, default=5_000)
     parser.add_argument("--latency-seconds", type=float, default=5.0)
     parser.add_argument("--variants", default="plain,idempotent,transactional")
+    parser.add_argument("--latency-linger-ms", type=float, default=5.0)
     args = parser.parse_args()
     print(
         f"command: .venv/bin/python bench/bench_broker.py --messages {args.messages} "
-        f"--txn-size {args.txn_size} --latency-seconds {args.latency_seconds:g}"
+        f"--txn-size {args.txn_size} --latency-seconds {args.latency_seconds:g} "
+        f"--latency-linger-ms {args.latency_linger_ms:g} --variants {args.variants}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         broker = BrokerProcess(Path(tmp) / "node1").start()
@@ -136,9 +147,13 @@ def main() -> int:
                     f"consume {consumed:9,.0f} msgs/s {consumed * mb:6.1f} MB/s"
                 )
             create_topic(broker.bootstrap, "bench-latency")
-            p50, p99 = latency(broker.bootstrap, "bench-latency", 1000, args.latency_seconds)
+            linger = args.latency_linger_ms
+            p50, p99 = latency(
+                broker.bootstrap, "bench-latency", 1000, args.latency_seconds, linger
+            )
             print(
-                f"      latency: 1k msgs/s idempotent acks=all: p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+                f"      latency: 1k msgs/s idempotent acks=all linger.ms={linger:g}: "
+                f"p50 {p50:.1f} ms, p99 {p99:.1f} ms"
             )
         finally:
             broker.stop()
