@@ -19,6 +19,7 @@ from typing import NoReturn
 
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.cli.broker",
+    "harness.cli.check",
     "harness.cli.cluster",
     "harness.cli.convert",
     "harness.cli.report",

@@ -1,0 +1,139 @@
+"""The transaction dependency graph on the driver: dense node ids, one edge per
+ordered pair with a bitmask of relations, and the details needed to explain
+any edge of a reported cycle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from checkers.cycles.edges import PROCESS, REALTIME, WR, WW
+
+
+def realtime_edges(
+    invoke: np.ndarray, complete: np.ndarray, ok: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Transitive reduction of "a completed before b was invoked" over node ids
+    ``0..n-1`` (positions in the history; only ``ok`` nodes ever complete).
+
+    ``a → b`` is kept iff ``a`` completed before ``b``'s invocation and no op
+    ``c`` both started after ``a`` completed and completed before ``b`` started
+    (else ``a → c → b`` already implies it). With ``m(b)`` the latest invocation
+    among ops completed before ``b`` started, the kept sources are exactly those
+    completing in ``(m(b), invoke(b))``: a handful per op, so this is linear.
+    """
+    src_ids = np.flatnonzero(ok)
+    order = np.argsort(complete[src_ids], kind="stable")
+    src_ids = src_ids[order]
+    c_sorted = complete[src_ids]
+    if len(src_ids) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    running_max_inv = np.maximum.accumulate(invoke[src_ids])
+    hi = np.searchsorted(c_sorted, invoke, side="left")
+    m = np.where(hi > 0, running_max_inv[np.maximum(hi - 1, 0)], -1)
+    lo = np.searchsorted(c_sorted, m, side="right")
+    counts = np.maximum(hi - lo, 0)
+    total = int(counts.sum())
+    dst = np.repeat(np.arange(len(invoke)), counts)
+    starts = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    src = src_ids[starts + np.arange(total)]
+    return src.astype(np.int64), dst.astype(np.int64)
+
+
+def process_edges(process: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Consecutive ops of each process, by history position (node ids ordered)."""
+    order = np.lexsort((index, process))
+    same = process[order][1:] == process[order][:-1]
+    return order[:-1][same].astype(np.int64), order[1:][same].astype(np.int64)
+
+
+@dataclass
+class Graph:
+    """Nodes are ops; ``src``/``dst`` are dense node ids; ``rel`` a bitmask."""
+
+    ops: pa.Table  # per node: index, invoke_index, type, process, time, invoke_time, f
+    src: np.ndarray
+    dst: np.ndarray
+    rel: np.ndarray
+    ww: pa.Table
+    wr: pa.Table
+    _cache: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return self.ops.num_rows
+
+    def op(self, node: int) -> dict[str, Any]:
+        return {
+            c: self.ops.column(c)[node].as_py() for c in ("index", "process", "time", "type", "f")
+        }
+
+    def _ends(self, rel: int) -> tuple[np.ndarray, np.ndarray]:
+        if rel not in self._cache:
+            table = self.ww if rel == WW else self.wr
+            self._cache[rel] = (
+                table.column("src").to_numpy(),
+                table.column("dst").to_numpy(),
+            )
+        return self._cache[rel]
+
+    def detail(self, a: int, b: int, rel: int) -> dict[str, Any]:
+        """What a step of a cycle rests on, as data for the explainer."""
+        ia, ib = self.ops.column("index")[a].as_py(), self.ops.column("index")[b].as_py()
+        if rel in (WW, WR):
+            table = self.ww if rel == WW else self.wr
+            src, dst_all = self._ends(rel)
+            lo = int(np.searchsorted(src, ia))
+            hi = int(np.searchsorted(src, ia, side="right"))
+            dst = dst_all[lo:hi]
+            hits = np.flatnonzero(dst == ib)
+            if len(hits):
+                row = table.slice(lo + int(hits[0]), 1).to_pylist()[0]
+                return {k: v for k, v in row.items() if k not in ("src", "dst")}
+        if rel == PROCESS:
+            return {"process": self.op(a)["process"]}
+        return {}
+
+
+def build_graph(ops: pa.Table, ww: pa.Table, wr: pa.Table) -> Graph:
+    """Maps op indexes to node ids, adds process and realtime edges, and merges
+    parallel edges into one per pair."""
+    ops = ops.sort_by("index")
+    index = ops.column("index").to_numpy()
+    invoke = ops.column("invoke_index").to_numpy(zero_copy_only=False)
+    invoke = np.where(np.isnan(invoke.astype(float)), index, invoke).astype(np.int64)
+    ok = np.asarray(ops.column("type").to_pylist(), dtype=object) == "ok"
+    proc_codes = np.unique(
+        np.asarray(ops.column("process").to_pylist(), dtype=object), return_inverse=True
+    )[1]
+
+    parts: list[tuple[np.ndarray, np.ndarray, int]] = []
+    for table, bit in ((ww, WW), (wr, WR)):
+        s = np.searchsorted(index, table.column("src").to_numpy())
+        d = np.searchsorted(index, table.column("dst").to_numpy())
+        parts.append((s, d, bit))
+    ps, pd = process_edges(proc_codes, index)
+    parts.append((ps, pd, PROCESS))
+    rs, rd = realtime_edges(invoke, index, ok)
+    parts.append((rs, rd, REALTIME))
+
+    src = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    dst = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    rel = np.concatenate([np.full(len(p[0]), p[2], np.uint8) for p in parts])
+    n = len(index)
+    pair = src * max(n, 1) + dst
+    order = np.argsort(pair, kind="stable")
+    pair, rel = pair[order], rel[order]
+    uniq, starts = np.unique(pair, return_index=True)
+    merged = np.bitwise_or.reduceat(rel, starts) if len(rel) else rel
+    return Graph(
+        ops,
+        uniq // max(n, 1),
+        uniq % max(n, 1),
+        merged.astype(np.uint8),
+        ww.sort_by([("src", "ascending"), ("dst", "ascending")]),
+        wr.sort_by([("src", "ascending"), ("dst", "ascending")]),
+    )

@@ -1,0 +1,94 @@
+"""The flat list of case finders, and collecting their cases in one pass."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from checkers.queue import (
+    aborted_reads,
+    internal_order,
+    lost_writes,
+    poll_order,
+    unseen,
+    version_order,
+)
+from checkers.spark.frames import Frames
+
+Finder = Callable[[Frames], DataFrame]
+
+FINDERS: dict[str, Finder] = {
+    "inconsistent-offsets": version_order.inconsistent_offsets,
+    "duplicate": version_order.duplicate,
+    "lost-write": lost_writes.lost_write,
+    "unseen": unseen.unseen,
+    "G1a": aborted_reads.g1a,
+    "precommitted-read": aborted_reads.precommitted_read,
+    "int-poll-skip": internal_order.int_poll_skip,
+    "int-nonmonotonic-poll": internal_order.int_nonmonotonic_poll,
+    "poll-skip": poll_order.poll_skip,
+    "nonmonotonic-poll": poll_order.nonmonotonic_poll,
+    "nonmonotonic-send": poll_order.nonmonotonic_send,
+    "int-send-skip": internal_order.int_send_skip,
+    "int-nonmonotonic-send": internal_order.int_nonmonotonic_send,
+}
+
+
+def _tagged(kind: str, cases: DataFrame) -> DataFrame:
+    """Cases in one shape: kind, an order for capping, per-instance allowance, JSON."""
+    allowed = F.col("allowed") if "allowed" in cases.columns else F.lit(False)
+    for c in ("op", "reader", "writer", "max_read"):
+        if c in cases.columns:
+            order = F.col(f"{c}.index")
+            break
+    else:
+        order = F.col("key")
+    detail = [c for c in cases.columns if c != "allowed"]
+    return cases.select(
+        F.lit(kind).alias("kind"),
+        order.cast("long").alias("order"),
+        allowed.alias("allowed"),
+        F.to_json(F.struct(*detail)).alias("case"),
+    )
+
+
+def find_cases(
+    fr: Frames, cap: int
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
+    """Runs every finder; returns up to ``cap`` instances per kind (instances not
+    covered by an allowance first) and exact counts ``{kind: {"total", "allowed"}}``."""
+    union = None
+    for kind, finder in FINDERS.items():
+        tagged = _tagged(kind, finder(fr))
+        union = tagged if union is None else union.unionByName(tagged)
+    assert union is not None
+    union = union.cache()
+    try:
+        counts: dict[str, dict[str, int]] = {}
+        for r in (
+            union.groupBy("kind")
+            .agg(F.count("*").alias("total"), F.sum(F.col("allowed").cast("int")).alias("allowed"))
+            .collect()
+        ):
+            counts[r["kind"]] = {"total": int(r["total"]), "allowed": int(r["allowed"] or 0)}
+        w = Window.partitionBy("kind").orderBy("allowed", "order", "case")
+        rows = (
+            union.where(F.col("kind").isin(list(counts)))
+            .withColumn("n", F.row_number().over(w))
+            .where(F.col("n") <= cap)
+            .orderBy("kind", "n")
+            .collect()
+        )
+    finally:
+        union.unpersist()
+    cases: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        case = json.loads(r["case"])
+        if r["allowed"]:
+            case["allowed"] = True
+        cases.setdefault(r["kind"], []).append(case)
+    return cases, counts

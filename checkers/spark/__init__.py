@@ -1,0 +1,1 @@
+"""Spark plumbing shared by the analyses: the session and the history frames."""

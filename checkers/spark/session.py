@@ -1,0 +1,88 @@
+"""One SparkSession per Python process, startable early in the background.
+
+Starting the JVM costs seconds, so callers that know a check is coming (the test
+runner, the test suite) call :func:`start_in_background` while other work runs;
+:func:`get_session` then returns the same session without waiting twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from concurrent.futures import Future
+
+from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+LOCAL_MASTER = "local[*]"
+# Local runs have few cores; Spark's default of 200 shuffle partitions would mean
+# hundreds of tiny tasks per stage.
+LOCAL_SHUFFLE_PARTITIONS = 4
+
+_lock = threading.Lock()
+_pending: dict[str, Future[SparkSession]] = {}
+
+
+def _build(master: str) -> SparkSession:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    local = master.startswith("local")
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("jepka-check")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.driver.memory", os.environ.get("JEPKA_SPARK_DRIVER_MEMORY", "4g"))
+        .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
+    )
+    if local:
+        builder = (
+            builder.config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
+            .config("spark.default.parallelism", str(LOCAL_SHUFFLE_PARTITIONS))
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.driver.host", "127.0.0.1")
+        )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    log.info("spark session up on %s", master)
+    return session
+
+
+def start_in_background(master: str | None = None) -> Future[SparkSession]:
+    """Starts building the session for ``master`` on a thread; idempotent."""
+    master = master or LOCAL_MASTER
+    with _lock:
+        fut = _pending.get(master)
+        if fut is None:
+            fut = Future()
+            _pending[master] = fut
+
+            def run() -> None:
+                try:
+                    fut.set_result(_build(master))
+                except BaseException as e:  # handed to whoever waits on the future
+                    fut.set_exception(e)
+
+            threading.Thread(target=run, name="spark-start", daemon=True).start()
+    return fut
+
+
+def get_session(master: str | None = None) -> SparkSession:
+    """The shared session for ``master`` (``local[*]`` by default)."""
+    return start_in_background(master).result()
+
+
+def stop_session() -> None:
+    """Stops every session this process started (the JVM goes with the last)."""
+    with _lock:
+        futures = list(_pending.values())
+        _pending.clear()
+    for fut in futures:
+        if fut.done() and fut.exception() is None:
+            fut.result().stop()
