@@ -53,7 +53,11 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
             )
         except KafkaError as e:
             result.update(
-                error_code=e.code, error_message=e.message, num_partitions=-1, replication_factor=-1
+                error_code=e.code,
+                error_message=e.message,
+                num_partitions=-1,
+                replication_factor=-1,
+                configs=[],
             )
         results.append(result)
     return {"throttle_time": 0, "topics": results}

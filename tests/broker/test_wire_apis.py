@@ -1,0 +1,117 @@
+"""Error codes and purgatory behaviour observed on the wire."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.launcher import BrokerProcess
+from tests.broker.batches import make_batch, read_values
+from tests.broker.wire import WireClient, create_topic, produce
+
+pytestmark = [pytest.mark.broker, pytest.mark.integration]
+
+
+@pytest.fixture
+def client(broker: BrokerProcess):
+    client = WireClient(broker.bootstrap, timeout=30)
+    assert create_topic(client, "w", 1).error_code == ErrorCode.none
+    yield client
+    client.close()
+
+
+def fetch(
+    client: WireClient, offset: int, max_wait_ms: int = 0, min_bytes: int = 0, isolation: int = 0
+):
+    partition = {
+        "partition": 0,
+        "current_leader_epoch": -1,
+        "fetch_offset": offset,
+        "last_fetched_epoch": -1,
+        "log_start_offset": -1,
+        "partition_max_bytes": 1 << 20,
+    }
+    response = client.request(
+        1,
+        12,
+        {
+            "replica_id": -1,
+            "max_wait": max_wait_ms,
+            "min_bytes": min_bytes,
+            "max_bytes": 1 << 20,
+            "isolation_level": isolation,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": "w", "partitions": [partition]}],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+    )
+    return response.responses[0].partitions[0]
+
+
+def test_produce_errors(client: WireClient) -> None:
+    assert (
+        produce(client, "nope", 0, make_batch([b"x"])).error_code
+        == ErrorCode.unknown_topic_or_partition
+    )
+    assert (
+        produce(client, "w", 5, make_batch([b"x"])).error_code
+        == ErrorCode.unknown_topic_or_partition
+    )
+    corrupt = bytearray(make_batch([b"payload"]))
+    corrupt[-2] ^= 1
+    assert produce(client, "w", 0, bytes(corrupt)).error_code == ErrorCode.corrupt_message
+    assert (
+        produce(client, "w", 0, make_batch([b"x"]), acks=2).error_code
+        == ErrorCode.invalid_required_acks
+    )
+    internal = produce(client, "__consumer_offsets", 0, make_batch([b"x"]))
+    assert internal.error_code == ErrorCode.invalid_topic_exception
+
+
+def test_min_insync_replicas_refuses_acks_all_only(client: WireClient) -> None:
+    assert create_topic(client, "strict", 1, min_insync_replicas="2").error_code == ErrorCode.none
+    assert (
+        produce(client, "strict", 0, make_batch([b"x"]), acks=-1).error_code
+        == ErrorCode.not_enough_replicas
+    )
+    assert produce(client, "strict", 0, make_batch([b"x"]), acks=1).error_code == ErrorCode.none
+
+
+def test_fetch_out_of_range_and_empty_wait(client: WireClient) -> None:
+    produce(client, "w", 0, make_batch([b"a", b"b"]))
+    assert fetch(client, 3).error_code == ErrorCode.offset_out_of_range
+    at_end = fetch(client, 2, max_wait_ms=100, min_bytes=1)
+    assert (at_end.error_code, at_end.high_watermark, bytes(at_end.records)) == (
+        ErrorCode.none,
+        2,
+        b"",
+    )
+
+
+def test_long_poll_is_woken_by_a_produce(broker: BrokerProcess, client: WireClient) -> None:
+    results = []
+    # max_wait far beyond the socket timeout: only a wake-up can answer in time
+    waiter = threading.Thread(
+        target=lambda: results.append(fetch(client, 0, max_wait_ms=600_000, min_bytes=1))
+    )
+    waiter.start()
+    other = WireClient(broker.bootstrap)
+    try:
+        assert produce(other, "w", 0, make_batch([b"wake"])).error_code == ErrorCode.none
+    finally:
+        other.close()
+    waiter.join(60)
+    assert [v for _, v in read_values(bytes(results[0].records))] == [b"wake"]
+
+
+def test_describe_producers_shows_idempotent_state(client: WireClient) -> None:
+    produce(client, "w", 0, make_batch([b"a", b"b", b"c"], 77, 3, 0))
+    response = client.request(61, 0, {"topics": [{"name": "w", "partition_indexes": [0, 9]}]})
+    ok, missing = response.topics[0].partitions
+    [state] = ok.active_producers
+    assert (state.producer_id, state.producer_epoch, state.last_sequence) == (77, 3, 2)
+    assert missing.error_code == ErrorCode.unknown_topic_or_partition
