@@ -117,7 +117,7 @@ class Simulation:
             return self._op("invoke", w.process, "crash", None)
         if r < CRASH_P + ASSIGN_P + SUBSCRIBE_P or (not w.assigned and r < 0.2):
             f = "subscribe" if r < CRASH_P + SUBSCRIBE_P else "assign"
-            n = rng.randint(1, max(1, 2 * len(self.keys) // self.n_processes))
+            n = rng.randint(1, min(len(self.keys), max(1, 2 * len(self.keys) // self.n_processes)))
             return self._op("invoke", w.process, f, sorted(rng.sample(range(len(self.keys)), n)))
         mops: list[list[Any]] = []
         sent: list[int] = []
