@@ -55,8 +55,6 @@ def test_group_of_three_rebalances_when_one_leaves_and_resumes_from_commits(
 ) -> None:
     bs = coord_broker.bootstrap
     create_topic(bs, TOPIC, PARTITIONS)
-    first = [f"a{i}" for i in range(30)]
-    produce(bs, first)
     config = {
         "bootstrap.servers": bs,
         "group.id": GROUP,
@@ -67,12 +65,12 @@ def test_group_of_three_rebalances_when_one_leaves_and_resumes_from_commits(
     try:
         for c in consumers:
             c.subscribe([TOPIC])
+        # Produce only once the group is settled, so no record is read before a rebalance.
+        poll_until(consumers, lambda: all(len(p) == 2 for p in owned(consumers)), [])
+        first = [f"a{i}" for i in range(30)]
+        produce(bs, first)
         seen: list[str] = []
-        poll_until(
-            consumers,
-            lambda: len(seen) >= 30 and all(len(p) == 2 for p in owned(consumers)),
-            seen,
-        )
+        poll_until(consumers, lambda: len(seen) >= 30, seen)
         assert sorted(seen) == sorted(first)
         for c in consumers:
             c.commit(asynchronous=False)
