@@ -1,9 +1,10 @@
-"""A coordinator that dies between PrepareCommit and its markers: the next one
-finds the decision in ``__transaction_state`` and rolls the transaction forward.
+"""Loading coordinator shards from their internal partitions.
 
 Runs the real broker components in-process (storage, replica manager,
-coordinators) so the crash point is exact: the completion task is cancelled
-before it writes a single marker, as if the process had died there.
+coordinators) so that the moments in between are exact: a shard half-way
+through its replay, and a coordinator that dies between PrepareCommit and its
+markers (the completion task is cancelled before it writes a single marker, as
+if the process had died there).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from broker.broker import Broker
 from broker.config import load_config
+from broker.coordinator.group.offsets import CommittedOffset
 from broker.coordinator.service import CoordinatorService
 from broker.coordinator.txn.state import TransactionState
+from broker.errors import KafkaError
 from broker.log.batch import CONTROL_COMMIT, control_type
 from tests.broker.batches import make_batch
 
@@ -71,3 +75,34 @@ async def scenario(data_dir: Path) -> None:
 
 def test_prepared_commit_is_rolled_forward_after_a_restart(tmp_path: Path) -> None:
     asyncio.run(asyncio.wait_for(scenario(tmp_path), 30))
+
+
+async def loading(data_dir: Path) -> None:
+    broker, service = await open_broker(data_dir)
+    group = service.group
+    partition = group.runtime.partition_for("busy")
+    for offset in range(300):
+        await group.commit_offsets(
+            "busy", -1, "", None, {("t", 0): CommittedOffset(offset, -1, "", 0)}
+        )
+    group.runtime.unload(partition)
+    with pytest.raises(KafkaError) as info:
+        group.fetch_offsets("busy", None, require_stable=False)
+    assert info.value.code == ErrorCode.not_coordinator
+
+    load = asyncio.create_task(group.runtime.load(partition))
+    await asyncio.sleep(0)  # the replay yields after its first hundred batches
+    with pytest.raises(KafkaError) as info:
+        group.fetch_offsets("busy", None, require_stable=False)
+    assert info.value.code == ErrorCode.coordinator_load_in_progress
+    await load
+    assert group.fetch_offsets("busy", None, require_stable=False)[("t", 0)][0] == CommittedOffset(
+        299, -1, "", 0
+    )
+    await close_broker(broker, service)
+
+
+def test_a_loading_shard_answers_load_in_progress_then_serves_the_replayed_state(
+    tmp_path: Path,
+) -> None:
+    asyncio.run(asyncio.wait_for(loading(tmp_path), 30))
