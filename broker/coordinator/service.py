@@ -51,7 +51,7 @@ class CoordinatorService:
             broker.replica_manager,
             broker.replica_manager,
             self.group.on_offsets_marker,
-            ProducerIdManager(cfg.data_dir),
+            ProducerIdManager(broker.ledger),
         )
 
     async def start(self) -> None:

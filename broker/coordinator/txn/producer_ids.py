@@ -1,16 +1,16 @@
 """Producer-id allocation that never hands out an id twice, even across crashes.
 
-Ids are reserved in blocks: the end of the reserved range is written (fsynced,
-then renamed into place) before any id of the block is given out, so after a
-crash the broker resumes past everything it might have handed out. Kafka keeps
-the same block in its metadata log (``ProducerIdsRecord``); a replicated
-controller can take over by replacing this class.
+Ids are reserved in blocks: the end of the reserved range is written durably
+(through the broker's fsync ledger, so a simulated power loss keeps it) before
+any id of the block is given out, so after a crash the broker resumes past
+everything it might have handed out. Kafka keeps the same block in its
+metadata log (``ProducerIdsRecord``); a replicated controller can take over by
+replacing this class.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from broker.log.ledger import FsyncLedger
 
 BLOCK_SIZE = 1000
 FILE_NAME = "producer-id-block"
@@ -21,8 +21,9 @@ class ProducerIdStateError(ValueError):
 
 
 class ProducerIdManager:
-    def __init__(self, directory: Path, block_size: int = BLOCK_SIZE) -> None:
-        self._path = directory / FILE_NAME
+    def __init__(self, ledger: FsyncLedger, block_size: int = BLOCK_SIZE) -> None:
+        self._ledger = ledger
+        self._path = ledger.data_dir / FILE_NAME
         self._block_size = block_size
         self._next = self._read_reserved_end()
         self._block_end = self._next
@@ -32,33 +33,17 @@ class ProducerIdManager:
             text = self._path.read_text(encoding="ascii").strip()
         except FileNotFoundError:
             return 0
-        try:
-            value = int(text)
-        except ValueError:
-            raise ProducerIdStateError(f"{self._path}: not a producer id: {text[:40]!r}") from None
-        if value < 0:
-            raise ProducerIdStateError(f"{self._path}: negative producer id {value}")
-        return value
-
-    def _reserve(self, end: int) -> None:
-        tmp = self._path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, f"{end}\n".encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self._path)
-        dir_fd = os.open(self._path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        self._block_end = end
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProducerIdStateError(f"{self._path}: unreadable: {exc}") from None
+        if not text.isdigit():
+            raise ProducerIdStateError(f"{self._path}: not a producer id: {text[:40]!r}")
+        return int(text)
 
     def next_id(self) -> int:
         if self._next >= self._block_end:
-            self._reserve(self._next + self._block_size)
+            end = self._next + self._block_size
+            self._ledger.write_atomically(self._path, f"{end}\n".encode("ascii"))
+            self._block_end = end
         pid = self._next
         self._next += 1
         return pid

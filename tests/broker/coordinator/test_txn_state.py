@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.coordinator.partitioning import java_string_hash, partition_for
 from broker.coordinator.txn import records
+from broker.coordinator.txn.producer_ids import ProducerIdManager, ProducerIdStateError
 from broker.coordinator.txn.state import (
     IllegalTransition,
     TransactionMetadata,
     TransactionState,
     TxnSnapshot,
 )
+from broker.log.ledger import FsyncLedger, read_ledger
 
 S = TransactionState
 
@@ -129,3 +133,17 @@ def test_garbage_records_raise_a_format_error(data: bytes) -> None:
         records.decode_value(data)
     except RecordFormatError as exc:
         assert "record" in str(exc) or "version" in str(exc)
+
+
+def test_producer_ids_resume_past_the_reserved_block(tmp_path: Path) -> None:
+    ledger = FsyncLedger(tmp_path)
+    first = ProducerIdManager(ledger, block_size=10)
+    handed_out = [first.next_id() for _ in range(12)]
+    assert handed_out == list(range(12))
+    again = ProducerIdManager(ledger, block_size=10)  # as after a crash
+    assert again.next_id() == 20
+    assert read_ledger(tmp_path)["producer-id-block"] == len("30\n")
+    (tmp_path / "producer-id-block").write_text("garbage")
+    with pytest.raises(ProducerIdStateError, match="producer-id-block"):
+        ProducerIdManager(ledger)
+    ledger.close()
