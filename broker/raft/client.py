@@ -419,7 +419,7 @@ class RaftClient:
         if response.error_code is not ErrorCode.none:
             state.next_fetch_ms = now + self.config.fetch_interval_ms
             return
-        state.fetch_deadline = now + self.config.fetch_timeout_ms
+        state.fetch_deadline = self._fetch_deadline()
         state.next_fetch_ms = now
         if request.fetch_offset != self.log.end_offset:
             return  # our log moved since the request (a truncation): ask again
@@ -450,7 +450,7 @@ class RaftClient:
             state.snapshot_id = None  # the leader moved on: start again with a fetch
             state.next_fetch_ms = now + self.config.fetch_interval_ms
             return
-        state.fetch_deadline = now + self.config.fetch_timeout_ms
+        state.fetch_deadline = self._fetch_deadline()
         if response.position != len(state.snapshot_buffer):
             return
         state.snapshot_buffer.extend(response.chunk)
@@ -479,8 +479,7 @@ class RaftClient:
     def _become_follower(self, epoch: int, leader_id: int) -> None:
         if self.role is Role.LEADER:
             self._transition(UnattachedState(epoch, self._election_deadline()))
-        now = self.clock.now_ms()
-        self._transition(FollowerState(epoch, leader_id, now + self.config.fetch_timeout_ms))
+        self._transition(FollowerState(epoch, leader_id, self._fetch_deadline()))
 
     def _become_candidate(self) -> None:
         state = CandidateState(self.epoch + 1, self.node_id, self.voters, self._election_deadline())
@@ -512,6 +511,12 @@ class RaftClient:
             self._announced = current
             if self.listener is not None:
                 self.listener.handle_leader_change(*current)
+
+    def _fetch_deadline(self) -> int:
+        """Followers of one leader fetch in step, so without jitter they would all stand
+        at the same instant after it dies and split the vote."""
+        jitter = self.rng.randrange(self.config.election_timeout_ms // 2 or 1)
+        return self.clock.now_ms() + self.config.fetch_timeout_ms + jitter
 
     def _election_deadline(self) -> int:
         timeout = self.config.election_timeout_ms

@@ -16,7 +16,7 @@ from broker.controller.requests import (
 )
 from broker.metadata.image import MetadataImage
 from broker.raft.client import RaftClient, RaftListener
-from tests.broker.raft.sim_cluster import TICK_MS, Node, SimCluster
+from broker.raft.simulation import TICK_MS, Node, SimCluster
 
 HEARTBEAT_MS = 300
 

@@ -7,7 +7,7 @@ import pytest
 
 from broker.raft.client import NotLeaderError
 from broker.raft.quorum_state import Role
-from tests.broker.raft.sim_cluster import SimCluster
+from broker.raft.simulation import SimCluster
 from tests.broker.raft.test_simulation import wait_for_convergence
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from broker.raft.file_log import FileLog
 from broker.raft.quorum_state import Role
-from tests.broker.raft.sim_cluster import TICK_MS, InvariantViolation, SimCluster
+from broker.raft.simulation import TICK_MS, InvariantViolation, SimCluster
 
 LIVENESS_BOUND_MS = 15_000
 
