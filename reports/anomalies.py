@@ -89,7 +89,8 @@ def select_rows(
     n = len(pairs)
     if n <= budget:
         return np.arange(n)
-    row_of = pairs.row_of()
+    focus = list(focus)
+    row_of = pairs.rows_of(focus)
     chosen: set[int] = set()
     for idx in focus:
         row = row_of.get(idx)

@@ -23,7 +23,7 @@ KEY_MAP_FIELDS = ("key_map", "keys", "topic_partitions", "partitions")
 
 def cycle_views(pairs: Pairs, results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every cycle instance of a cycle kind, with its ops and labelled edges."""
-    row_of = pairs.row_of()
+    row_of = pairs.rows_of(instance_ops(results.get("anomalies") or {}))
     out = []
     for kind, instances in (results.get("anomalies") or {}).items():
         if not is_cycle(kind):

@@ -11,6 +11,7 @@ time plot draws as bands.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,11 +113,16 @@ class Pairs:
     def value(self, row: int) -> Any:
         return self.flat.render(int(self.shown[row]))
 
-    def row_of(self) -> dict[int, int]:
-        """History index (invoke or completion) → row."""
-        out = {int(a): r for r, a in enumerate(self.invoke.tolist()) if a >= 0}
-        out.update({int(b): r for r, b in enumerate(self.complete.tolist()) if b >= 0})
-        return out
+    def rows_of(self, indices: Iterable[int]) -> dict[int, int]:
+        """History index (invoke or completion) → row, for those of ``indices`` found."""
+        want = np.fromiter(indices, dtype=np.int64)
+        idx = np.concatenate([self.invoke, self.complete])
+        rows = np.concatenate([np.arange(len(self))] * 2)
+        order = np.argsort(idx, kind="stable")
+        idx, rows = idx[order], rows[order]
+        at = np.minimum(np.searchsorted(idx, want), max(len(idx) - 1, 0))
+        found = (idx[at] == want) & (want >= 0) if len(idx) else np.zeros(len(want), bool)
+        return dict(zip(want[found].tolist(), rows[at[found]].tolist(), strict=True))
 
 
 @dataclass(slots=True)

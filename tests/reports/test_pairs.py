@@ -15,7 +15,7 @@ def test_pairs_of_the_known_history() -> None:
     h, marks = queue_history(lose=True)
     pairs, faults, end = fold(flatten(Op.from_dict(o) for o in h.ops))
     assert len(pairs) == 14  # 6 sends, 2 polls, 1 info send, 4 txns, 1 pending poll
-    rows = pairs.row_of()
+    rows = pairs.rows_of(range(len(h.ops)))
     send3 = rows[marks["send-3"]]
     assert rows[marks["send-invoke-3"]] == send3
     assert pairs.type[send3] == "ok"
@@ -98,3 +98,10 @@ def test_rendered_values_are_what_the_history_says(completions: list[list[list]]
         )
     pairs, _, _ = fold(flatten(Op.from_dict(o) for o in ops))
     assert [pairs.value(r) for r in range(len(pairs))] == completions
+
+
+def test_rows_of_finds_invokes_and_completions_only() -> None:
+    h, marks = queue_history(lose=False)
+    pairs, _, _ = fold(flatten(Op.from_dict(o) for o in h.ops))
+    got = pairs.rows_of([marks["send-invoke-1"], marks["send-1"], marks["partition"], -1, 10**6])
+    assert got == {marks["send-invoke-1"]: 0, marks["send-1"]: 0}
