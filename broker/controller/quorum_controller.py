@@ -11,6 +11,7 @@ NOT_CONTROLLER and names the leader it knows, so a stale controller cannot act.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections.abc import Callable
@@ -161,7 +162,7 @@ class QuorumController:
         if self.active:
             for broker_id in self.cluster.expired(self.image, self.clock.now_ms()):
                 log.info("node %d: broker %d session expired, fencing", self.node_id, broker_id)
-                self._run(lambda image, _nxt, b=broker_id: self._fence(image, b))
+                self._run(functools.partial(self._fence, broker_id=broker_id))
         self._maybe_snapshot()
 
     # -- internals -----------------------------------------------------------------------
@@ -177,7 +178,7 @@ class QuorumController:
         unfenced = [record, *self.replication.handle_broker_unfenced(image, request.broker_id)]
         return ControllerResult(unfenced, BrokerHeartbeatResponse(code, False))
 
-    def _fence(self, image: MetadataImage, broker_id: int) -> ControllerResult:
+    def _fence(self, image: MetadataImage, _next_offset: int, broker_id: int) -> ControllerResult:
         registration = image.brokers.get(broker_id)
         if registration is None or registration.fenced:
             return ControllerResult([], None)

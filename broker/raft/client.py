@@ -446,7 +446,8 @@ class RaftClient:
         self, state: FollowerState, response: FetchSnapshotResponse
     ) -> None:
         now = self.clock.now_ms()
-        if response.error_code is not ErrorCode.none or response.snapshot_id != state.snapshot_id:
+        sid = state.snapshot_id
+        if response.error_code is not ErrorCode.none or sid is None or response.snapshot_id != sid:
             state.snapshot_id = None  # the leader moved on: start again with a fetch
             state.next_fetch_ms = now + self.config.fetch_interval_ms
             return
@@ -456,7 +457,7 @@ class RaftClient:
         state.snapshot_buffer.extend(response.chunk)
         if len(state.snapshot_buffer) < response.size:
             return
-        snapshot = Snapshot(response.snapshot_id, bytes(state.snapshot_buffer))
+        snapshot = Snapshot(sid, bytes(state.snapshot_buffer))
         self.log.install_snapshot(snapshot)
         state.snapshot_id, state.snapshot_buffer = None, bytearray()
         state.update_high_watermark(snapshot.snapshot_id.offset, self.log.end_offset)

@@ -283,8 +283,8 @@ class SimCluster:
                     f"node {node.node_id}: committed offset {entry.offset} is {entry} not {seen}"
                 )
         for offset, value in node.state.values.items() if node.state else ():
-            seen = self.committed.get(offset)
-            if seen is not None and seen.data != value:
+            known = self.committed.get(offset)
+            if known is not None and known.data != value:
                 raise InvariantViolation(f"node {node.node_id} applied {value!r} at {offset}")
 
     def check_nothing_committed_lost(self) -> None:

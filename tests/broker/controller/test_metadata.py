@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from broker.metadata.image import EMPTY_IMAGE, MetadataDelta, MetadataImage
 from broker.metadata.loader import MetadataLoader, decode_snapshot, encode_snapshot
+from broker.metadata.local_changes import local_changes
 from broker.metadata.records import (
     ConfigRecord,
     FenceBrokerRecord,
@@ -145,3 +146,17 @@ def test_loader_publishes_committed_images_and_snapshots() -> None:
     assert loader.image == image
     with pytest.raises(MetadataRecordError, match="snapshot line 1"):
         loader.handle_load_snapshot(Snapshot(OffsetAndEpoch(3, 9), b'{"type": "X"}'))
+
+
+def test_local_changes_tell_a_broker_what_to_lead_follow_and_drop() -> None:
+    image = with_partition(cluster_image([1, 2, 3]), (1, 2), (1, 2), 1, "a")
+    image = with_partition(image, (2, 3), (2, 3), 2, "b")
+    delta = MetadataDelta(image)
+    delta.replay(PartitionChangeRecord("id-a", 0, leader=2, isr=(2,)), image.offset)
+    delta.replay(RemoveTopicRecord("id-b"), image.offset + 1)
+    for_2 = local_changes(delta, 2)
+    assert list(for_2.leaders) == [("a", 0)] and for_2.leaders[("a", 0)].leader_epoch == 1
+    assert for_2.deletes == {("b", 0)} and not for_2.followers
+    for_1 = local_changes(delta, 1)
+    assert list(for_1.followers) == [("a", 0)] and not for_1.leaders
+    assert local_changes(delta, 3).deletes == {("b", 0)}
