@@ -155,14 +155,13 @@ def test_list_offsets_earliest_latest_and_by_time(broker: BrokerProcess) -> None
         consumer.close()
 
 
-def test_kafka_python_produce_and_consume(broker: BrokerProcess) -> None:
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_kafka_python_produce_and_consume(broker: BrokerProcess, codec: str) -> None:
     from kafka import KafkaConsumer, KafkaProducer
     from kafka import TopicPartition as KTopicPartition
 
     create(broker.bootstrap, "kp", 2)
-    producer = KafkaProducer(
-        bootstrap_servers=broker.bootstrap, acks="all", compression_type="gzip"
-    )
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", compression_type=codec)
     futures = [producer.send("kp", b"kp-%d" % i, partition=i % 2) for i in range(500)]
     producer.flush(30)
     offsets = sorted((f.get(10).partition, f.get(10).offset) for f in futures)
