@@ -125,13 +125,15 @@ def log(message: str) -> Generator:
 
 
 class Timeline(Generator):
-    """Ops at fixed offsets from when the timeline starts (its first ``op``
-    call that yields): how a precomputed, seeded fault schedule is played."""
+    """Ops at fixed times (ns since the test started): how a precomputed,
+    seeded fault schedule is played. The times are absolute on purpose: a
+    generator cannot learn when a phase began from an ``op`` call that did not
+    yield (``any_`` may prefer another child), so a relative anchor would drift."""
 
-    __slots__ = ("entries", "pos", "start")
+    __slots__ = ("entries", "pos")
 
-    def __init__(self, entries: tuple[tuple[int, OpDict], ...], pos: int, start: int | None):
-        self.entries, self.pos, self.start = entries, pos, start
+    def __init__(self, entries: tuple[tuple[int, OpDict], ...], pos: int) -> None:
+        self.entries, self.pos = entries, pos
 
     def op(self, test: Any, ctx: Context) -> OpResult:
         if self.pos >= len(self.entries):
@@ -139,13 +141,13 @@ class Timeline(Generator):
         process = ctx.some_free_process()
         if process is None:
             return PENDING
-        start = ctx.time if self.start is None else self.start
         at, template = self.entries[self.pos]
-        o = {**template, "type": "invoke", "process": process, "time": max(start + at, ctx.time)}
-        return o, Timeline(self.entries, self.pos + 1, start)
+        o = {**template, "type": "invoke", "process": process, "time": max(at, ctx.time)}
+        return o, Timeline(self.entries, self.pos + 1)
 
 
-def timeline(schedule: list[tuple[float, OpDict]]) -> Generator:
-    """A generator from ``[(seconds_from_start, op_template), ...]``."""
-    entries = tuple(sorted(((seconds(t), dict(o)) for t, o in schedule), key=lambda e: e[0]))
-    return Timeline(entries, 0, None)
+def timeline(schedule: list[tuple[float, OpDict]], start: float = 0.0) -> Generator:
+    """A generator from ``[(seconds, op_template), ...]``, the seconds counted
+    from ``start`` seconds after the test started."""
+    entries = sorted(((seconds(start + t), dict(o)) for t, o in schedule), key=lambda e: e[0])
+    return Timeline(tuple(entries), 0)

@@ -211,13 +211,10 @@ def test_history_is_well_formed(concurrency: int, n: int, seed: int, latency: in
     assert not open_
 
 
-def test_timeline_plays_a_schedule_relative_to_its_start() -> None:
+def test_timeline_plays_a_schedule_at_fixed_times() -> None:
     schedule = [(1.5, {"f": "stop"}), (0.5, {"f": "start", "value": "one"})]
-    gen = [g.once({"f": "setup"}), g.timeline(schedule)]
-    h = invocations(simulate(g.on_nemesis(gen), concurrency=1, latency=100_000_000))
-    assert [(o["f"], o["time"]) for o in h] == [
-        ("setup", 0),
-        ("start", 600_000_000),
-        ("stop", 1_600_000_000),
-    ]
-    assert all(o["process"] == "nemesis" for o in h)
+    gen = g.with_nemesis(g.timeline(schedule, start=0.1), g.repeat({"f": "w"}))
+    h = invocations(simulate(g.time_limit(3, gen), concurrency=1, latency=100_000_000))
+    faults = [(o["f"], o["time"], o["process"]) for o in h if o["f"] != "w"]
+    assert faults == [("start", 600_000_000, "nemesis"), ("stop", 1_600_000_000, "nemesis")]
+    assert sum(o["f"] == "w" for o in h) == 30

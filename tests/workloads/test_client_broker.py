@@ -1,0 +1,122 @@
+"""The queue client with real librdkafka clients against a reference broker subprocess."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workloads.client import ClientConfig, QueueClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.broker, pytest.mark.slow]
+
+KEYS = (0, 1, 2, 3)
+
+
+class Session:
+    """One opened client issuing ops as one process."""
+
+    def __init__(self, config: ClientConfig, process: int = 0) -> None:
+        base = QueueClient(config)
+        base.setup({})
+        self.client = base.open({}, "n1")
+        self.process = process
+
+    def __call__(self, f: str, value: Any, **extra: Any) -> dict:
+        op = {"type": "invoke", "process": self.process, "f": f, "value": value, **extra}
+        done = self.client.invoke({}, op)
+        assert done["process"] == op["process"] and done["f"] == f
+        return done
+
+    def poll_all(self, tries: int = 8) -> dict[int, list[list[int]]]:
+        seen: dict[int, list[list[int]]] = {}
+        for _ in range(tries):
+            done = self("poll", [["poll"]], poll_ms=500)
+            assert done["type"] == "ok", done
+            for k, recs in done["value"][0][1].items():
+                seen.setdefault(k, []).extend(recs)
+        return seen
+
+    def close(self) -> None:
+        self.client.close({})
+
+
+def config(bootstrap: str, **kw: Any) -> ClientConfig:
+    return ClientConfig(
+        bootstrap=bootstrap, keys=KEYS, op_timeout_s=kw.pop("op_timeout_s", 4.0), **kw
+    )
+
+
+def test_sends_and_polls_round_trip_with_offsets(broker: Any) -> None:
+    s = Session(config(broker.bootstrap))
+    try:
+        assert s("assign", list(KEYS))["type"] == "ok"
+        sent = [s("send", [["send", k % 4, k]]) for k in range(8)]
+        assert all(d["type"] == "ok" for d in sent)
+        offsets = {(d["value"][0][1], d["value"][0][2][1]): d["value"][0][2][0] for d in sent}
+        assert all(o is not None for o in offsets.values())
+        polled = s.poll_all()
+        got = {(k, v): o for k, recs in polled.items() for o, v in recs}
+        assert got == offsets
+    finally:
+        s.close()
+
+
+def test_reassign_keeps_position_and_seek_to_beginning_rereads(broker: Any) -> None:
+    s = Session(config(broker.bootstrap))
+    try:
+        s("assign", [0])
+        for v in (1, 2):
+            assert s("send", [["send", 0, v]])["type"] == "ok"
+        first = s.poll_all(4)
+        assert [v for _, v in first[0]] == [1, 2]
+        s("assign", [0, 1])
+        assert s.poll_all(3).get(0, []) == []
+        s("assign", [0, 1], seek_to_beginning=True)
+        assert [v for _, v in s.poll_all(4)[0]] == [1, 2]
+    finally:
+        s.close()
+
+
+def test_transactions_commit_abort_and_roll_the_consumer_back(broker: Any) -> None:
+    s = Session(config(broker.bootstrap, transactional=True))
+    try:
+        s("assign", list(KEYS))
+        assert s("txn", [["send", 0, 1], ["send", 1, 1]])["type"] == "ok"
+        aborted = s("txn", [["send", 0, 2], ["send", 1, 2]], abort_at=1)
+        assert aborted["type"] == "fail" and aborted["error"] == "intentional-abort"
+        # a txn that polls and then aborts must leave the position where it was
+        undone = s("txn", [["poll"], ["poll"], ["send", 2, 9]], abort_at=2, poll_ms=1000)
+        assert undone["type"] == "fail"
+        undone_reads = {
+            k for mop in undone["value"] if mop[0] == "poll" and len(mop) == 2 for k in mop[1]
+        }
+        assert undone_reads, "the aborted txn should have polled something"
+        polled = s.poll_all(4)
+        values = {k: [v for _, v in recs] for k, recs in polled.items()}
+        assert values.get(0) == [1] and values.get(1) == [1]  # re-read after rollback
+        assert 2 not in values.get(0, []) and 9 not in values.get(2, [])  # read_committed
+    finally:
+        s.close()
+
+
+def test_a_dead_broker_gives_unknown_not_failure(broker: Any) -> None:
+    s = Session(config(broker.bootstrap, op_timeout_s=3.0))
+    try:
+        s("assign", list(KEYS))
+        assert s("send", [["send", 0, 1]])["type"] == "ok"
+        broker.kill()
+        done = s("send", [["send", 0, 2]])
+        assert done["type"] == "info", done
+        assert done["value"] == [["send", 0, [None, 2]]]
+    finally:
+        s.close()
+
+
+def test_crash_op_ends_the_process(broker: Any) -> None:
+    s = Session(config(broker.bootstrap))
+    try:
+        done = s("crash", None)
+        assert done["type"] == "info" and done["end_process"] is True
+    finally:
+        s.close()
