@@ -15,11 +15,14 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.default_records import (  # type: ignore[import-untyped]
+    DefaultRecordBatch,
+    DefaultRecordBatchBuilder,
+)
 
 from broker.coordinator.partitioning import partition_for
 from broker.errors import ErrorCode, KafkaError
@@ -32,7 +35,8 @@ NO_SEQUENCE = -1
 
 
 class AppendResult(Protocol):
-    first_offset: int
+    @property
+    def first_offset(self) -> int: ...
 
 
 class CoordinatorLog(Protocol):
@@ -191,7 +195,7 @@ class CoordinatorRuntime(Generic[S]):
     async def write(
         self,
         partition: int,
-        records: list[tuple[bytes, bytes | None]],
+        records: Sequence[tuple[bytes, bytes | None]],
         producer_id: int = NO_PRODUCER_ID,
         producer_epoch: int = -1,
     ) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kio.serial import entity_reader, entity_writer
 
@@ -36,8 +36,9 @@ def read_version(data: bytes) -> int:
 
 def decode(entity_type: type[T], data: bytes) -> T:
     """Decodes the fields after the version prefix; the caller chose the type by version."""
+    reader: Any = entity_reader(entity_type)
     try:
-        entity, _ = entity_reader(entity_type)(data, 2)
+        entity, _ = reader(data, 2)
     except Exception as exc:  # kio raises several types for truncated or bad input
         raise RecordFormatError(f"bad {entity_type.__name__} record: {exc}") from exc
-    return entity  # type: ignore[no-any-return]
+    return cast(T, entity)

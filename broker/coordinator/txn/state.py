@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
+from typing import Any
 
 from kio.static.primitive import i8, i16, i32, i64
 
@@ -127,7 +128,7 @@ class TransactionMetadata:
     def state(self) -> TransactionState:
         return self.current.state
 
-    def prepare(self, state: TransactionState, now_ms: int, **changes: object) -> TxnSnapshot:
+    def prepare(self, state: TransactionState, now_ms: int, **changes: Any) -> TxnSnapshot:
         """Validates ``current.state -> state`` and holds the result as pending."""
         if self.pending is not None:
             raise IllegalTransition(
