@@ -35,5 +35,5 @@ if [ "$mode" = offline ]; then
     fi
     args+=(--build-arg "BASE=$base_tag")
 fi
-docker build -q -t "$tag" "${args[@]}" "$here" >/dev/null
+docker build --force-rm -q -t "$tag" "${args[@]}" "$here" >/dev/null
 echo "$tag"

@@ -11,7 +11,7 @@ cd /data
 preload=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n1 || true)
 env LD_PRELOAD="$preload" FAKETIME_TIMESTAMP_FILE=/data/faketime FAKETIME_NO_CACHE=1 \
     FAKETIME_DONT_FAKE_MONOTONIC=1 \
-    setsid jepka broker --node-id "${JEPKA_NODE_ID:?}" --listen "${JEPKA_LISTEN:-0.0.0.0:9092}" \
+    setsid python3 -m broker --node-id "${JEPKA_NODE_ID:?}" --listen "${JEPKA_LISTEN:-0.0.0.0:9092}" \
     --data-dir /data/data ${JEPKA_BROKER_ARGS:-} >>/data/broker.stdout 2>&1 </dev/null &
 echo $! > /data/broker.pid
 exec sleep infinity

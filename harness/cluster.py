@@ -142,7 +142,7 @@ def all_registered(store: str | os.PathLike[str]) -> list[str]:
 
 
 def default_broker_command() -> tuple[str, ...]:
-    return (sys.executable, "-m", "harness")
+    return (sys.executable, "-m", "harness", "broker")
 
 
 def make_db(spec: ClusterSpec) -> DaemonDB:
@@ -153,7 +153,7 @@ def make_db(spec: ClusterSpec) -> DaemonDB:
         )
     if spec.backend == "docker":
         return ReferenceBroker(
-            spec.broker_command or ("jepka",),
+            spec.broker_command or ("python3", "-m", "broker"),
             port=spec.port,
             bugs=spec.bugs,
             config_path="/etc/jepka/broker.properties",
@@ -228,7 +228,11 @@ class Cluster:
 
     @classmethod
     def up(
-        cls, spec: ClusterSpec, store: str | os.PathLike[str] = "store", ready_timeout: float = 60.0
+        cls,
+        spec: ClusterSpec,
+        store: str | os.PathLike[str] = "store",
+        ready_timeout: float = 60.0,
+        build_image: bool = False,
     ) -> Cluster:
         """Cleans up any leftover of a cluster of the same name, then builds
         the nodes, starts the brokers and waits until they answer."""
@@ -239,7 +243,7 @@ class Cluster:
         registry.save({"spec": spec.to_json(), "state": {}, "faults": []})
         cluster = cls(spec, store, {})
         try:
-            cluster._create()
+            cluster._create(build_image)
             on_nodes(cluster.nodes, lambda n: cluster.db.setup(n, cluster.nodes))
             on_nodes(cluster.nodes, lambda n: cluster.db.wait_ready(n, ready_timeout))
         except BaseException:
@@ -247,7 +251,7 @@ class Cluster:
             raise
         return cluster
 
-    def _create(self) -> None:
+    def _create(self, build_image: bool = False) -> None:
         spec = self.spec
         if spec.backend == "local":
             names = local_backend.LocalNames(local_backend.cluster_tag(spec.name), "", "")
@@ -261,7 +265,7 @@ class Cluster:
                 raise ClusterError(
                     "the Docker engine is not running (scripts/setup-system.sh starts it)"
                 )
-            docker_backend.ensure_image()
+            docker_backend.ensure_image(rebuild=build_image)
             with local_backend.net_lock():
                 subnet = choose_docker_subnet(spec.name)
                 prefix = subnet.rsplit(".", 1)[0]

@@ -41,6 +41,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--ssh-user", default="root")
     parser.add_argument("--ssh-key", help="private key file (default: agent and ~/.ssh)")
     parser.add_argument("--json", action="store_true", help="status as JSON")
+    parser.add_argument("--build", action="store_true", help="rebuild the docker node image first")
     parser.set_defaults(run=run)
 
 
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.action == "up":
-        cluster = Cluster.up(spec_from_args(args), args.store)
+        cluster = Cluster.up(spec_from_args(args), args.store, build_image=args.build)
         spec = cluster.spec
         print(f"cluster {spec.name} up ({spec.backend}); bootstrap: {cluster.bootstrap}")
         return ExitCode.VALID

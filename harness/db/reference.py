@@ -36,7 +36,8 @@ def reference_properties(
 
 
 class ReferenceBroker(DaemonDB):
-    """`jepka broker --node-id N --listen ADDR:PORT --data-dir DIR --config FILE`.
+    """`<executable> --node-id N --listen ADDR:PORT --data-dir DIR --config FILE`,
+    where the executable is `jepka broker` or `python3 -m broker`.
 
     `config_path` names a properties file already on the node (the docker
     image's); otherwise one is generated per node."""
@@ -78,7 +79,6 @@ class ReferenceBroker(DaemonDB):
     def command(self, node: Node, nodes: list[Node]) -> list[str]:
         argv = [
             *self.executable,
-            "broker",
             "--node-id",
             str(node.node_id),
             "--listen",

@@ -1,0 +1,129 @@
+"""Who holds a Kafka role right now, asked of the cluster like a client would.
+
+Controller and partition leaders come from Metadata (confluent-kafka's admin
+client); coordinators from a FindCoordinator request (key type 0 for a group,
+1 for a transactional id), sent raw because no Python client exposes the
+transactional kind. Broker ids map to nodes by `Node.node_id`.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import struct
+from collections.abc import Sequence
+
+from confluent_kafka.admin import AdminClient
+
+from harness.backends.base import Node
+
+FIND_COORDINATOR = 10
+KEY_TYPES = {"group": 0, "transaction": 1}
+
+
+class RoleLookupError(RuntimeError):
+    """The cluster could not say who holds a role."""
+
+
+def _string(s: str) -> bytes:
+    raw = s.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def find_coordinator(address: str, port: int, kind: str, key: str, timeout: float = 5.0) -> int:
+    """The broker id coordinating a group or transactional id (FindCoordinator v1)."""
+    body = struct.pack(">hhi", FIND_COORDINATOR, 1, 7) + _string("jepka-nemesis")
+    body += _string(key) + struct.pack(">b", KEY_TYPES[kind])
+    with socket.create_connection((address, port), timeout=timeout) as s:
+        s.settimeout(timeout)
+        s.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", _recv(s, 4))[0]
+        resp = _recv(s, size)
+    # correlation id, throttle_time_ms, error_code, error_message (nullable string), node_id
+    _, _, error = struct.unpack_from(">iih", resp, 0)
+    msg_len = struct.unpack_from(">h", resp, 10)[0]
+    node_id = struct.unpack_from(">i", resp, 12 + max(msg_len, 0))[0]
+    if error:
+        raise RoleLookupError(f"FindCoordinator({kind} {key!r}) failed with error code {error}")
+    return int(node_id)
+
+
+def _recv(s: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            raise RoleLookupError("connection closed mid-response")
+        data += chunk
+    return data
+
+
+class KafkaRoles:
+    """`nemesis.targets.Roles` backed by the live cluster."""
+
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        port: int,
+        rng: random.Random | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.nodes = list(nodes)
+        self.port = port
+        self.rng = rng or random.Random(0)
+        self.timeout = timeout
+        bootstrap = ",".join(f"{n.address}:{port}" for n in self.nodes)
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def _name(self, broker_id: int) -> str:
+        for n in self.nodes:
+            if n.node_id == broker_id:
+                return n.name
+        raise RoleLookupError(f"broker id {broker_id} is not a node of this cluster")
+
+    def _metadata(self):  # type: ignore[no-untyped-def]
+        try:
+            return self.admin.list_topics(timeout=self.timeout)
+        except Exception as e:
+            raise RoleLookupError(f"metadata request failed: {e}") from None
+
+    def controller(self) -> str:
+        return self._name(self._metadata().controller_id)
+
+    def _partitions(self, internal: bool = False) -> list[tuple[str, int, int]]:
+        md = self._metadata()
+        return [
+            (t, p, pm.leader)
+            for t, tm in sorted(md.topics.items())
+            if internal or not t.startswith("__")
+            for p, pm in sorted(tm.partitions.items())
+            if pm.leader >= 0
+        ]
+
+    def leader(self, topic: str | None = None, partition: int | None = None) -> str:
+        parts = [
+            x
+            for x in self._partitions(internal=topic is not None)
+            if (topic is None or x[0] == topic) and (partition is None or x[1] == partition)
+        ]
+        if not parts:
+            raise RoleLookupError(
+                f"no leader known for {topic or 'any topic'}"
+                + (f" partition {partition}" if partition is not None else "")
+            )
+        return self._name(self.rng.choice(parts)[2])
+
+    def leaders(self) -> list[str]:
+        ids = {leader for _, _, leader in self._partitions()}
+        return [n.name for n in self.nodes if n.node_id in ids]
+
+    def coordinator(self, kind: str, key: str) -> str:
+        if kind not in KEY_TYPES:
+            raise RoleLookupError(f"unknown coordinator kind {kind!r}; known: group, transaction")
+        errors = []
+        for node in self.nodes:
+            try:
+                return self._name(find_coordinator(node.address, self.port, kind, key))
+            except (OSError, RoleLookupError) as e:
+                errors.append(f"{node.name}: {e}")
+        raise RoleLookupError("no broker answered FindCoordinator: " + "; ".join(errors))

@@ -1,0 +1,79 @@
+"""The docker backend: the compose cluster from the offline image, a short
+fault schedule, heal, and nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from harness.backends import docker as docker_backend
+from harness.cluster import Cluster, ClusterSpec
+from harness.db.base import process_state
+from harness.net import iptables
+from nemesis.grudge import blocked_pairs
+from nemesis.package import build
+from tests.nemesis.probes import api_versions_answers, connection_matrix
+
+pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.slow]
+
+
+def docker_unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root for the Docker engine"
+    if not docker_backend.engine_running():
+        return "the Docker engine is not running (scripts/setup-system.sh starts it)"
+    try:
+        docker_backend.compose_command()
+    except docker_backend.DockerError as e:
+        return str(e)
+    return None
+
+
+def project_objects(project: str) -> list[str]:
+    label = f"label=com.docker.compose.project={project}"
+    found = []
+    for kind in (["ps", "-a"], ["volume", "ls"], ["network", "ls"]):
+        out = subprocess.run(
+            ["docker", *kind, "-q", "--filter", label], capture_output=True, text=True
+        ).stdout
+        found += out.split()
+    return found
+
+
+def test_compose_cluster_survives_a_fault_schedule(tmp_path: Path) -> None:
+    reason = docker_unavailable()
+    if reason:
+        pytest.skip(reason)
+    spec = ClusterSpec(name=f"d{uuid.uuid4().hex[:8]}", backend="docker", nodes=3)
+    cluster = Cluster.up(spec, tmp_path, build_image=True)
+    project = cluster.state["project"]
+    try:
+        assert [n.address.rsplit(".", 1)[1] for n in cluster.nodes] == ["11", "12", "13"]
+        assert all(api_versions_answers(n.address, cluster.db.port) for n in cluster.nodes)
+        ctx = cluster.nemesis_context(seed=7)
+        pkg = build("kill,pause,partition", seed=7, interval=0.3)
+        done = [pkg.nemesis.invoke(ctx, {**op, "type": "invoke"}) for _, op in pkg.schedule(4)]
+        assert {d["f"] for d in done} >= {"kill", "pause", "start-partition"}
+        assert all(d["type"] == "info" for d in done)
+
+        grudge = pkg.nemesis.invoke(
+            ctx, {"process": "nemesis", "f": "start-partition", "value": "majority"}
+        )["value"]["grudge"]
+        expected = blocked_pairs({k: frozenset(v) for k, v in grudge.items()})
+        assert expected and connection_matrix(cluster.nodes, cluster.db.port) == expected
+        pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "pause", "value": ["n3"]})
+        assert process_state(cluster.nodes[2]) == "T"
+
+        cluster.heal()
+        assert connection_matrix(cluster.nodes, cluster.db.port) == set()
+        for node in cluster.nodes:
+            assert iptables.rules(node) == []
+            assert process_state(node) in ("S", "R")
+            assert api_versions_answers(node.address, cluster.db.port)
+    finally:
+        cluster.down()
+    assert project_objects(project) == []
