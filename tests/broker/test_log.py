@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,21 @@ def test_full_offset_index_rolls_the_segment(tmp_path: Path, ledger: FsyncLedger
     assert len(log.segments) >= 2
     assert all(len(s.index.offsets) <= 5 for s in log.segments)
     assert [v for _, v in values_of(log)] == [b"%d" % i for i in range(12)]
+
+
+def test_segment_ms_rolls_an_old_segment(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger, segment_ms=1)
+    log.append(bytearray(make_batch([b"old"])), 0)
+    time.sleep(0.01)  # older than segment.ms
+    log.append(bytearray(make_batch([b"new"])), 0)
+    assert [s.base_offset for s in log.segments] == [0, 1]
+
+
+def test_timestamp_lookup_inside_compressed_batches(tmp_path: Path, ledger: FsyncLedger) -> None:
+    log = open_log(tmp_path, ledger)
+    for codec in (1, 2, 3, 4):
+        values = [b"c%d-%d" % (codec, i) for i in range(10)]
+        log.append(bytearray(make_batch(values, compression=codec, timestamp_ms=codec * 1000)), 0)
+    assert log.offset_for_timestamp(3005) == (25, 3005)
+    assert log.offset_for_timestamp(5000) is None
+    assert log.max_timestamp() == (39, 4009)

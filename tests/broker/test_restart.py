@@ -142,3 +142,21 @@ def test_retried_batch_after_crash_and_power_loss_is_a_duplicate(start_broker) -
     assert data.high_watermark == 30
     assert [v for _, v in read_values(data.records)][-1] == b"d27-2"
     client.close()
+
+
+def test_sigterm_is_a_clean_shutdown_and_restart_keeps_everything(start_broker) -> None:
+    broker: BrokerProcess = start_broker()
+    client = WireClient(broker.bootstrap)
+    assert create_topic(client, "calm").error_code == ErrorCode.none
+    produce(client, "calm", 0, make_batch([b"a", b"b"], 5, 0, 0))
+    client.close()
+    assert broker.stop() == 0
+    assert (broker.data_dir / ".clean_shutdown").exists()
+    assert "stopped" in (broker.data_dir / "broker.log").read_text()
+    broker.start()
+    assert not (broker.data_dir / ".clean_shutdown").exists()
+    client = WireClient(broker.bootstrap)
+    retry = produce(client, "calm", 0, make_batch([b"a", b"b"], 5, 0, 0))
+    assert (retry.error_code, retry.base_offset) == (ErrorCode.none, 0)
+    assert produce(client, "calm", 0, make_batch([b"c"])).base_offset == 2
+    client.close()
