@@ -127,7 +127,7 @@ def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterato
             cluster.heal()
 
 
-def test_generator(spec: TestSpec, workload: Any, package: Any) -> gen.Generator | None:
+def build_generator(spec: TestSpec, workload: Any, package: Any) -> gen.Generator | None:
     """Main phase (workload at ``rate`` under the fault schedule, for
     ``time_limit``), then the heal, the recovery wait, and the final reads."""
     clients = gen.stagger(1 / spec.rate, workload.generator, gen.Rand.derive(spec.seed, "stagger"))
@@ -186,7 +186,7 @@ def run_test(
 
         interpreter = Interpreter(
             test,
-            test_generator(spec, workload, package),
+            build_generator(spec, workload, package),
             client=ValidatingClient(workload.client),
             nemesis=nemesis,
             concurrency=spec.concurrency,

@@ -1,0 +1,136 @@
+"""The runner: the whole test generator replayed without a cluster, and one
+real ``jepka test`` end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.generator.simulate import simulate
+from harness.runner import FaultTracker, RunState, build_generator
+from harness.spec import resolve
+from nemesis.package import build as build_nemesis
+from workloads.workload import build as build_workload
+
+
+def schedule(seed: int, latency: int, concurrency: int) -> tuple[list, list]:
+    """The client and nemesis ops the full test generator issues for ``seed``."""
+    spec = resolve(
+        None,
+        {
+            "workload": "txn",
+            "nemesis": "kill,partition",
+            "seed": seed,
+            "time_limit": 20,
+            "rate": 20,
+            "concurrency": concurrency,
+            "recovery_time": 1,
+            "final_time_limit": 5,
+            "nemesis_interval": 3,
+        },
+    )
+    workload = build_workload(spec, "unused:9092")
+    package = build_nemesis(list(spec.faults), seed=spec.seed, interval=spec.nemesis_interval)
+    h = simulate(
+        build_generator(spec, workload, package), concurrency=spec.concurrency, latency=latency
+    )
+    invokes = [o for o in h if o["type"] == "invoke"]
+    client = [
+        (o["f"], o["value"], o.get("abort_at"))
+        for o in invokes
+        if o["process"] != "nemesis" and o["f"] not in ("assign", "subscribe")
+    ]
+    faults = [
+        (o["f"], o["value"], o["time"] // 1_000_000) for o in invokes if o["process"] == "nemesis"
+    ]
+    return client, faults
+
+
+def test_same_seed_same_operation_and_fault_schedule() -> None:
+    a = schedule(7, latency=2_000_000, concurrency=3)
+    b = schedule(7, latency=9_000_000, concurrency=5)
+    # faults at the same ms with the same targets; then the same final heal (2 ops)
+    assert a[1][:-2] == b[1][:-2] and len(a[1]) >= 6
+    assert [x[:2] for x in a[1][-2:]] == [x[:2] for x in b[1][-2:]]
+    n = min(len(a[0]), len(b[0]))
+    assert n > 300 and a[0][:n] == b[0][:n]
+    c = schedule(8, latency=2_000_000, concurrency=3)
+    assert c[0][:50] != a[0][:50] and c[1] != a[1]
+
+
+def test_the_fault_schedule_ends_healed_before_the_final_reads() -> None:
+    _, faults = schedule(3, latency=1_000_000, concurrency=2)
+    assert {f for f, _, _ in faults[-2:]} == {"start", "stop-partition"}
+    assert all(t <= 20_000 for _, _, t in faults[:-2])
+
+
+def test_fault_tracker_follows_starts_and_stops() -> None:
+    state = RunState()
+    t = FaultTracker({"kill": "start", "start-partition": "stop-partition"}, state)
+    t.observe({"process": "nemesis", "type": "info", "f": "kill", "value": ["n1"]})
+    t.observe({"process": "nemesis", "type": "info", "f": "start-partition", "value": "one"})
+    assert state.faults == {"kill": ["n1"], "start-partition": "one"}
+    t.observe({"process": "nemesis", "type": "invoke", "f": "start", "value": "all"})
+    t.observe({"process": "nemesis", "type": "info", "f": "start", "value": "all"})
+    assert state.faults == {"start-partition": "one"}
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.broker
+@pytest.mark.spark
+@pytest.mark.netns
+def test_jepka_test_end_to_end_gives_a_verdict(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness",
+        "test",
+        "--workload",
+        "queue",
+        "--nemesis",
+        "none",
+        "--time-limit",
+        "4",
+        "--rate",
+        "40",
+        "--concurrency",
+        "3",
+        "--seed",
+        "1",
+        "--recovery-time",
+        "0.5",
+        "--final-time-limit",
+        "20",
+        "--key-count",
+        "4",
+        "--store",
+        str(store),
+    ]
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "JEPKA_LOG_LEVEL": "ERROR"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "valid: True" in proc.stdout
+    run = (store / "latest").resolve()
+    test = json.loads((run / "test.json").read_text())
+    assert test["seed"] == 1 and test["status"] == "completed"
+    assert test["keys"]["3"] == ["jepka-t1", 1]
+    results = json.loads((run / "results.json").read_text())
+    assert results["valid"] is True
+    for name in ("history.jsonl", "history.parquet", "report.html"):
+        assert (run / name).exists(), name
+    lines = (run / "history.jsonl").read_text().splitlines()
+    ops = [json.loads(line) for line in lines]
+    assert sum(o["type"] == "ok" and o["f"] == "send" for o in ops) > 50
+    assert any(o["f"] == "poll" and o.get("poll_ms") == 1000 for o in ops)  # final reads
