@@ -146,3 +146,38 @@ def test_kafka_python_group_commits_and_resumes(coord_broker: BrokerProcess) -> 
         assert (described["group_state"], described["members"]) == ("Empty", [])
     finally:
         admin.close()
+
+
+def test_static_member_restart_keeps_its_assignment_without_a_rebalance(
+    coord_broker: BrokerProcess,
+) -> None:
+    bs = coord_broker.bootstrap
+    create_topic(bs, "st", 4)
+
+    def static(instance: str) -> Consumer:
+        return Consumer(
+            {"bootstrap.servers": bs, "group.id": "static", "group.instance.id": instance}
+        )
+
+    revocations: list[list[int]] = []
+    stay = static("stay")
+    stay.subscribe(
+        ["st"], on_revoke=lambda _c, parts: revocations.append([p.partition for p in parts])
+    )
+    restarting = static("restarting")
+    restarting.subscribe(["st"])
+    try:
+        pair = [stay, restarting]
+        poll_until(pair, lambda: [len(p) for p in owned(pair)] == [2, 2], [])
+        before = owned(pair)
+        revocations.clear()
+        restarting.close()  # a static member sends no LeaveGroup
+        restarting = static("restarting")
+        restarting.subscribe(["st"])
+        pair = [stay, restarting]
+        poll_until(pair, lambda: len(owned([restarting])[0]) == 2, [])
+        assert owned(pair) == before
+        assert revocations == []  # the member that stayed was never asked to rebalance
+    finally:
+        stay.close()
+        restarting.close()
