@@ -155,8 +155,7 @@ class CoordinatorRuntime(Generic[S]):
         except (CorruptBatch, ValueError) as exc:
             # A shard that cannot be rebuilt must not serve half a state.
             del self._slots[partition]
-            log.error("cannot load %s-%d at offset %d: %s", self.topic, partition, offset, exc)
-            raise
+            raise ValueError(f"{self.topic}-{partition} after offset {offset}: {exc}") from exc
         if self._slots.get(partition) is slot:
             slot.status = ShardStatus.ACTIVE
             shard.activate()

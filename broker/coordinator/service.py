@@ -69,9 +69,16 @@ class CoordinatorService:
         self.group.stop()
 
     async def become_leader(self, topic: str, partition: int, epoch: int) -> None:
-        """This node now leads ``topic``-``partition``: serve its coordinator shard."""
+        """This node now leads ``topic``-``partition``: serve its coordinator shard.
+
+        A partition whose records cannot be replayed stays unserved (its keys
+        get COORDINATOR_NOT_AVAILABLE) rather than taking the broker down, as in
+        Kafka; the reason is in the broker log."""
         runtime = self.group.runtime if topic == GROUP_TOPIC else self.txn.runtime
-        await runtime.load(partition, epoch)
+        try:
+            await runtime.load(partition, epoch)
+        except ValueError as exc:
+            log.error("not serving %s-%d: cannot replay it: %s", topic, partition, exc)
 
     def resign(self, topic: str, partition: int) -> None:
         runtime = self.group.runtime if topic == GROUP_TOPIC else self.txn.runtime

@@ -106,3 +106,25 @@ def test_a_loading_shard_answers_load_in_progress_then_serves_the_replayed_state
     tmp_path: Path,
 ) -> None:
     asyncio.run(asyncio.wait_for(loading(tmp_path), 30))
+
+
+async def unreadable(data_dir: Path) -> None:
+    broker, service = await open_broker(data_dir)
+    group = service.group
+    bad = group.runtime.partition_for("victim")
+    await group.commit_offsets("victim", -1, "", None, {("t", 0): CommittedOffset(1, -1, "", 0)})
+    await group.runtime.write(bad, [(b"\x00\x63future-key", b"?")])  # a key version we cannot read
+    await close_broker(broker, service)
+
+    broker, service = await open_broker(data_dir)  # starts anyway
+    group = service.group
+    with pytest.raises(KafkaError) as info:
+        group.fetch_offsets("victim", None, require_stable=False)
+    assert info.value.code == ErrorCode.not_coordinator
+    others = [g for g in (f"g{i}" for i in range(20)) if group.runtime.partition_for(g) != bad]
+    assert group.fetch_offsets(others[0], None, require_stable=False) == {}
+    await close_broker(broker, service)
+
+
+def test_an_unreadable_partition_is_not_served_but_the_broker_starts(tmp_path: Path) -> None:
+    asyncio.run(asyncio.wait_for(unreadable(tmp_path), 30))
