@@ -14,12 +14,15 @@ restart dead brokers and wait until they answer (the recovery wait).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -319,6 +322,24 @@ class Cluster:
         on_nodes(self.nodes, heal_node)
         self.registry.update(faults=[])
 
+    @contextlib.contextmanager
+    def healing(self) -> Iterator[Cluster]:
+        """Heals on the way out, however the block ends: normally, by an
+        exception, Ctrl-C, or SIGTERM/SIGHUP (turned into `SystemExit` while
+        inside, then re-raised after the heal)."""
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                previous[sig] = signal.signal(sig, _exit_on_signal)
+        try:
+            yield self
+        finally:
+            try:
+                self.heal()
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
     def down(self) -> None:
         """Stops brokers and removes every trace of the cluster (rules,
         namespaces, bridges, containers, volumes, the registry entry)."""
@@ -374,6 +395,10 @@ class Cluster:
                 except Exception:  # a log that was never written is not an error
                     continue
         return got
+
+
+def _exit_on_signal(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 def choose_docker_subnet(name: str) -> str:

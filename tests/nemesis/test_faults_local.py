@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import datetime
 import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -18,6 +21,7 @@ from harness.db.base import faketime_file, process_state
 from harness.net import iptables
 from nemesis.grudge import blocked_pairs
 from nemesis.package import build
+from nemesis.roles import KafkaRoles
 from tests.nemesis.probes import api_versions_answers, connection_matrix
 
 pytestmark = [pytest.mark.integration, pytest.mark.netns, pytest.mark.broker, pytest.mark.slow]
@@ -188,3 +192,56 @@ def test_random_schedule_then_heal_leaves_nothing(cluster: Cluster) -> None:
         assert Path(faketime_file(node)).read_text().strip() == "+0.000"
     assert connection_matrix(cluster.nodes, cluster.db.port) == set()
     assert cluster.registry.load()["faults"] == []
+
+
+HEALER = """
+import sys, time
+from harness.cluster import Cluster
+from nemesis.package import build
+cluster = Cluster.attach(sys.argv[1], sys.argv[2])
+with cluster.healing():
+    build("pause", seed=1).nemesis.invoke(
+        cluster.nemesis_context(), {"process": "nemesis", "f": "pause", "value": ["n1"]})
+    print("faulted", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_signalled_run_heals_on_its_way_out(cluster: Cluster) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HEALER, cluster.spec.name, str(cluster.store)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "faulted"
+        assert process_state(cluster.nodes[0]) == "T"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert process_state(cluster.nodes[0]) in ("S", "R")
+    assert api_versions_answers(cluster.nodes[0].address, cluster.db.port)
+
+
+def test_isolate_coordinator_and_leader_with_live_roles(cluster: Cluster) -> None:
+    roles = KafkaRoles(cluster.nodes, cluster.db.port)
+    holder = roles.coordinator("group", "g-iso")
+    assert holder in {n.name for n in cluster.nodes}
+    ctx = cluster.nemesis_context(seed=2, roles=roles)
+    pkg = build("isolate-coordinator,isolate-leader", seed=2)
+    done = pkg.nemesis.invoke(
+        ctx, op("start-partition", {"kind": "isolate-coordinator", "group": "g-iso"})
+    )
+    others = sorted({n.name for n in cluster.nodes} - {holder})
+    assert done["value"]["grudge"][holder] == others
+    pkg.nemesis.invoke(ctx, op("stop-partition"))
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("lead", 1, 1)])["lead"].result(timeout=20)
+    leader = roles.leader("lead", 0)
+    done = pkg.nemesis.invoke(
+        ctx, op("start-partition", {"kind": "isolate-leader", "topic": "lead", "partition": 0})
+    )
+    assert sorted(done["value"]["grudge"]) == sorted({leader, *others} | {holder})
+    assert len(done["value"]["grudge"][leader]) == len(cluster.nodes) - 1
