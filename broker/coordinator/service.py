@@ -61,7 +61,8 @@ class CoordinatorService:
                 runtime.topic, runtime.num_partitions, dict(INTERNAL_TOPIC_CONFIGS)
             )
             for partition in range(runtime.num_partitions):
-                await self.become_leader(runtime.topic, partition, epoch=0)
+                leader_epoch = manager.partition(runtime.topic, partition).leader_epoch
+                await self.become_leader(runtime.topic, partition, leader_epoch)
         self.txn.start()
 
     async def stop(self) -> None:
