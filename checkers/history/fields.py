@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checkers.history.op import CORE_FIELDS, OP_TYPES
+from checkers.history.op import CORE_FIELDS, NEMESIS, OP_TYPES
 
 INT_TEXT = re.compile(r"-?[0-9]+")
 
@@ -24,6 +24,27 @@ def check_core(d: dict[str, Any], default_index: int | None = None) -> tuple[Any
     """Returns ``(index, time, type, process, f, value, extra)`` of a decoded op
     map or raises ``ValueError`` naming the bad field. ``default_index`` fills a
     missing index (Jepsen EDN histories may omit it)."""
+    try:  # the common, well-formed case in one test
+        index, time, op_type, process, f = d["index"], d["time"], d["type"], d["process"], d["f"]
+        if (
+            type(index) is int
+            and type(time) is int
+            and op_type in OP_TYPES
+            and (type(process) is int or process == NEMESIS)
+            and type(f) is str
+            and f
+        ):
+            if len(d) == 6 and "value" in d:
+                return index, time, op_type, process, f, d["value"], {}
+            extra = {k: v for k, v in d.items() if k not in CORE_FIELDS}
+            return index, time, op_type, process, f, d.get("value"), extra
+    except (KeyError, TypeError):
+        pass
+    return _check_slowly(d, default_index)
+
+
+def _check_slowly(d: dict[str, Any], default_index: int | None) -> tuple[Any, ...]:
+    """Field by field, to name the first bad one."""
     index = d.get("index", default_index)
     if index is None:
         raise ValueError("missing field 'index'")
@@ -50,6 +71,5 @@ def check_core(d: dict[str, Any], default_index: int | None = None) -> tuple[Any
     f = d["f"]
     if type(f) is not str or not f:
         raise ValueError(f"field 'f' must be a non-empty string, got {describe(f)}")
-    only_core = len(d) == 6 and "index" in d and "value" in d
-    extra = {} if only_core else {k: v for k, v in d.items() if k not in CORE_FIELDS}
+    extra = {k: v for k, v in d.items() if k not in CORE_FIELDS}
     return index, time, op_type, process, f, d.get("value"), extra

@@ -22,6 +22,7 @@ then pairs invocations with completions.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ import pyarrow as pa
 
 from checkers.history.fields import INT_TEXT, describe
 from checkers.history.op import Op
-from checkers.history.schema import LINE
+from checkers.history.schema import FLAT_SCHEMA, LINE
 
 QUEUE_FS = frozenset({"send", "poll", "txn"})
 KEY_LIST_FS = frozenset({"assign", "subscribe"})
@@ -53,6 +54,20 @@ def _int_list(x: Any, what: str) -> list[int]:
     return x
 
 
+def _bad_records(i: int, k: int, records: list[Any]) -> None:
+    """Raises the error for the first malformed record of a poll's key."""
+    for rec in records:
+        if type(rec) is not list or len(rec) != 2:
+            raise ValueError(
+                f"malformed micro-op #{i}: record {describe(rec)} of key {k} "
+                "must be [offset, value]"
+            )
+        if type(rec[0]) is not int or type(rec[1]) is not int:
+            raise ValueError(
+                f"malformed micro-op #{i}: record {describe(rec)} of key {k} must hold integers"
+            )
+
+
 def _rebalance_keys(log: Any) -> list[int]:
     """All keys named in a subscribe's ``rebalance_log`` (``[{type, keys}]``)."""
     if type(log) is not list:
@@ -63,6 +78,9 @@ def _rebalance_keys(log: Any) -> list[int]:
             raise ValueError(f"rebalance_log entry must be a map with keys, got {describe(event)}")
         keys.extend(_int_list(event["keys"], "rebalance_log keys"))
     return keys
+
+
+SPARSE_COLUMNS = ("keys", "rebalance_keys", "error", "payload", "extra")
 
 
 def _dumps(x: Any) -> str:
@@ -82,11 +100,10 @@ class FlatBuilder:
         self.o_f: list[str] = []
         self.o_line: list[int] = []
         self.o_nrows: list[int] = []
-        self.o_keys: list[list[int] | None] = []
-        self.o_rebalance: list[list[int] | None] = []
-        self.o_error: list[str | None] = []
-        self.o_payload: list[str | None] = []
-        self.o_extra: list[str | None] = []
+        # row-0-only columns are mostly null: kept sparse as (op position, value)
+        self.sparse: dict[str, tuple[list[int], list[Any]]] = {
+            name: ([], []) for name in SPARSE_COLUMNS
+        }
         # one entry per micro-op; an op without micro-ops has one placeholder
         self.m_index: list[int | None] = []
         self.m_code: list[int | None] = []
@@ -112,7 +129,7 @@ class FlatBuilder:
         ``ValueError`` on a malformed value (nothing is added then)."""
         rows_before = len(self.r_key)
         mops_before = len(self.m_nrows)
-        keys = rebalance = payload = None
+        keys = rebalance = payload = error = extra_json = None
         try:
             if type(value) is list and value and f in QUEUE_FS:
                 self._add_mops(value, op_type == "invoke")
@@ -124,7 +141,6 @@ class FlatBuilder:
                 elif value is not None:
                     payload = _dumps(value)
                 self._placeholder()
-            error = extra_json = None
             if extra:
                 rest = extra
                 if "error" in extra:
@@ -140,6 +156,7 @@ class FlatBuilder:
             for col in (self.m_index, self.m_code, self.m_nrows):
                 del col[mops_before:]
             raise ValueError(str(e)) from None
+        position = len(self.o_index)
         self.o_index.append(index)
         self.o_time.append(time)
         self.o_type.append(op_type)
@@ -147,11 +164,16 @@ class FlatBuilder:
         self.o_f.append(f)
         self.o_line.append(line)
         self.o_nrows.append(len(self.r_key) - rows_before)
-        self.o_keys.append(keys)
-        self.o_rebalance.append(rebalance)
-        self.o_error.append(error)
-        self.o_payload.append(payload)
-        self.o_extra.append(extra_json)
+        for name, x in (
+            ("keys", keys),
+            ("rebalance_keys", rebalance),
+            ("error", error),
+            ("payload", payload),
+            ("extra", extra_json),
+        ):
+            if x is not None:
+                self.sparse[name][0].append(position)
+                self.sparse[name][1].append(x)
 
     def _placeholder(self) -> None:
         self.m_index.append(None)
@@ -179,7 +201,10 @@ class FlatBuilder:
                     )
                 v = mop[2]
                 if type(v) is int:
-                    self._row(mop[1], None, v, None)
+                    r_key.append(mop[1])
+                    r_offset.append(None)
+                    r_value.append(v)
+                    r_pos.append(None)
                 elif (
                     not invoke
                     and type(v) is list
@@ -187,7 +212,10 @@ class FlatBuilder:
                     and (v[0] is None or type(v[0]) is int)
                     and type(v[1]) is int
                 ):
-                    self._row(mop[1], v[0], v[1], 0)
+                    r_key.append(mop[1])
+                    r_offset.append(v[0])
+                    r_value.append(v[1])
+                    r_pos.append(0)
                 else:
                     want = "[send, key, value]" if invoke else "[send, key, [offset, value]]"
                     raise ValueError(f"malformed micro-op #{i} {describe(mop)}: expected {want}")
@@ -207,22 +235,19 @@ class FlatBuilder:
                             )
                         if not records:
                             self._row(k, None, None, None)
-                        for p, rec in enumerate(records):
-                            if type(rec) is not list or len(rec) != 2:
-                                raise ValueError(
-                                    f"malformed micro-op #{i}: record {describe(rec)} of key {k} "
-                                    "must be [offset, value]"
-                                )
-                            o, v = rec
-                            if type(o) is not int or type(v) is not int:
-                                raise ValueError(
-                                    f"malformed micro-op #{i}: record {describe(rec)} of key {k} "
-                                    "must hold integers"
-                                )
-                            r_key.append(k)
-                            r_offset.append(o)
-                            r_value.append(v)
-                            r_pos.append(p)
+                            continue
+                        flat = (
+                            list(chain.from_iterable(records))
+                            if all(type(rec) is list and len(rec) == 2 for rec in records)
+                            else None
+                        )
+                        if flat is None or not all(type(x) is int for x in flat):
+                            _bad_records(i, k, records)
+                        n = len(records)
+                        r_key.extend(repeat(k, n))
+                        r_offset.extend(flat[0::2])
+                        r_value.extend(flat[1::2])
+                        r_pos.extend(range(n))
                 else:
                     want = "[poll]" if invoke else "[poll] or [poll, {key: [[offset, value], ...]}]"
                     raise ValueError(f"malformed micro-op #{i} {describe(mop)}: expected {want}")
@@ -231,6 +256,15 @@ class FlatBuilder:
             self.m_index.append(i)
             self.m_code.append(code)
             self.m_nrows.append(len(r_key) - start)
+
+    def _sparse(self, name: str, head: pa.Array) -> pa.Array:
+        """A row-0-only column: its values scattered to their ops' first rows."""
+        positions, values = self.sparse[name]
+        slot = np.full(len(self.o_index), -1, dtype=np.int64)
+        slot[positions] = np.arange(len(positions))
+        per_op = pa.array(slot, mask=slot < 0)
+        typ = FLAT_SCHEMA.field(name).type
+        return pa.array(values, typ).take(per_op).take(head)
 
     def __len__(self) -> int:
         return len(self.o_index)
@@ -243,9 +277,8 @@ class FlatBuilder:
         row = np.arange(len(op_of_row), dtype=np.int64) - np.repeat(starts, nrows)
         head = pa.array(op_of_row, mask=row != 0)  # row 0 → its op, other rows → null
 
-        def per_op(values: list[Any], typ: pa.DataType, op_level_only: bool = False) -> pa.Array:
-            arr = pa.array(values, typ)
-            return arr.take(head if op_level_only else op_of_row)
+        def per_op(values: list[Any], typ: pa.DataType) -> pa.Array:
+            return pa.array(values, typ).take(op_of_row)
 
         m_nrows = np.asarray(self.m_nrows, dtype=np.int64)
         m_code = pa.array(self.m_code, pa.int8())
@@ -264,11 +297,7 @@ class FlatBuilder:
             "offset": pa.array(self.r_offset, pa.int64()),
             "value": pa.array(self.r_value, pa.int64()),
             "pos": pa.array(self.r_pos, pa.int32()),
-            "keys": per_op(self.o_keys, pa.list_(pa.int64()), True),
-            "rebalance_keys": per_op(self.o_rebalance, pa.list_(pa.int64()), True),
-            "error": per_op(self.o_error, pa.string(), True),
-            "payload": per_op(self.o_payload, pa.string(), True),
-            "extra": per_op(self.o_extra, pa.string(), True),
+            **{name: self._sparse(name, head) for name in SPARSE_COLUMNS},
             LINE: per_op(self.o_line, pa.int64()),
         }
         return pa.table(columns)

@@ -116,9 +116,9 @@ def read_jsonl_unpaired(path: str, workers: int | None = None) -> pa.Table:
         raise HistoryError(path, None, f"cannot read: {e.strerror}") from None
     if workers is None:
         workers = (os.cpu_count() or 1) if size >= PARALLEL_BYTES else 1
-    cuts = _line_starts(path, size, max(1, workers))
-    ranges = [(path, a, b, b == size) for a, b in itertools.pairwise(cuts)]
     try:
+        cuts = _line_starts(path, size, max(1, workers))
+        ranges = [(path, a, b, b == size) for a, b in itertools.pairwise(cuts)]
         if len(ranges) == 1:
             results = [_flatten_range(*ranges[0])]
         else:
