@@ -16,7 +16,13 @@ READ_COMMITTED = 1
 @api(1, 4, 12)
 async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     wanted = [
-        FetchRequestPartition(topic.topic, p.partition, p.fetch_offset, p.partition_max_bytes)
+        FetchRequestPartition(
+            topic.topic,
+            p.partition,
+            p.fetch_offset,
+            p.partition_max_bytes,
+            getattr(p, "current_leader_epoch", -1),
+        )
         for topic in request.topics
         for p in topic.partitions
     ]

@@ -47,6 +47,7 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> dict[str, An
             }
             try:
                 partition = ctx.broker.replica_manager.partition(topic.name, p.partition_index)
+                partition.check_leader_epoch(getattr(p, "current_leader_epoch", -1))
                 entry["offset"], entry["timestamp"] = lookup(partition, p.timestamp, read_committed)
                 entry["leader_epoch"] = partition.leader_epoch
             except KafkaError as e:

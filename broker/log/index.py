@@ -30,6 +30,7 @@ class OffsetIndex:
         self.offsets = array("q")
         self.positions = array("q")
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._dirty = False  # changed since the last fsync
 
     def load(self, log_size: int) -> None:
         """Reads the file; raises ``CorruptIndex`` if it cannot describe a log of ``log_size``."""
@@ -47,6 +48,7 @@ class OffsetIndex:
     def reset(self) -> None:
         """Empties the index (before a rebuild)."""
         os.ftruncate(self._fd, 0)
+        self._dirty = True
         self.offsets = array("q")
         self.positions = array("q")
 
@@ -60,6 +62,7 @@ class OffsetIndex:
         )
         self.offsets.append(offset)
         self.positions.append(position)
+        self._dirty = True
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """The last entry at or before ``offset`` as ``(offset, position)``; the
@@ -75,9 +78,12 @@ class OffsetIndex:
         del self.offsets[i:]
         del self.positions[i:]
         os.ftruncate(self._fd, i * ENTRY.size)
+        self._dirty = True
 
     def flush(self, ledger: FsyncLedger) -> None:
-        ledger.fsync_fd(self._fd, self.path)
+        if self._dirty:
+            ledger.fsync_fd(self._fd, self.path)
+            self._dirty = False
 
     def close(self) -> None:
         os.close(self._fd)

@@ -22,13 +22,15 @@ class FsyncLedger:
             self.data_dir / LEDGER_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
         )
         self._lock = threading.Lock()
+        self._last: dict[str, int] = {}  # last recorded size per path, to skip repeats
 
     def record(self, path: Path, size: int) -> None:
         """Notes that ``path`` is durable up to ``size`` bytes."""
         relative = path.resolve().relative_to(self.data_dir).as_posix()
-        line = f"{relative} {size}\n".encode()
         with self._lock:
-            os.write(self._fd, line)
+            if self._last.get(relative) != size:
+                os.write(self._fd, f"{relative} {size}\n".encode())
+                self._last[relative] = size
 
     def fsync_fd(self, fd: int, path: Path) -> None:
         """fsyncs an open file and records its current size."""

@@ -29,6 +29,7 @@ class TransactionIndex:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._dirty = False  # changed since the last fsync
         self.entries: list[AbortedTxn] = []
 
     def load(self) -> None:
@@ -37,6 +38,7 @@ class TransactionIndex:
         whole = size - size % ENTRY.size
         if whole != size:
             os.ftruncate(self._fd, whole)
+            self._dirty = True
         data = os.pread(self._fd, whole, 0)
         self.entries = [AbortedTxn(*fields[1:]) for fields in ENTRY.iter_unpack(data)]
 
@@ -51,20 +53,19 @@ class TransactionIndex:
         )
         os.pwrite(self._fd, data, len(self.entries) * ENTRY.size)
         self.entries.append(txn)
+        self._dirty = True
 
     def truncate_to(self, offset: int) -> None:
-        """Drops aborts whose marker lies at or past ``offset``."""
+        """Drops aborts whose marker lies at or past ``offset`` (a suffix: entries
+        are appended in marker order)."""
         self.entries = [e for e in self.entries if e.last_offset < offset]
         os.ftruncate(self._fd, len(self.entries) * ENTRY.size)
-        for i, e in enumerate(self.entries):
-            os.pwrite(
-                self._fd,
-                ENTRY.pack(0, e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset),
-                i * ENTRY.size,
-            )
+        self._dirty = True
 
     def flush(self, ledger: FsyncLedger) -> None:
-        ledger.fsync_fd(self._fd, self.path)
+        if self._dirty:
+            ledger.fsync_fd(self._fd, self.path)
+            self._dirty = False
 
     def close(self) -> None:
         os.close(self._fd)

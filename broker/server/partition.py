@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+from broker.errors import ErrorCode, KafkaError
 from broker.log.log import Log
 from broker.server.topics import PartitionAssignment
 
@@ -35,6 +36,14 @@ class Partition:
     def last_stable_offset(self) -> int:
         unstable = self.log.producer_state.first_unstable_offset()
         return self.high_watermark if unstable is None else min(unstable, self.high_watermark)
+
+    def check_leader_epoch(self, epoch: int) -> None:
+        """KIP-320: a client's view of the leader epoch must match ours (-1: unchecked)."""
+        if epoch == -1 or epoch == self.leader_epoch:
+            return
+        if epoch < self.leader_epoch:
+            raise KafkaError(ErrorCode.fenced_leader_epoch, f"epoch {epoch} < {self.leader_epoch}")
+        raise KafkaError(ErrorCode.unknown_leader_epoch, f"epoch {epoch} > {self.leader_epoch}")
 
     def maybe_advance_hw(self) -> None:
         """Single node: everything appended is replicated to the whole ISR."""

@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from broker.config import BrokerConfig, ConfigError, topic_config
 from broker.errors import ErrorCode, KafkaError
@@ -45,6 +45,7 @@ class FetchRequestPartition:
     partition: int
     offset: int
     max_bytes: int
+    current_leader_epoch: int = -1
 
 
 @dataclass
@@ -185,6 +186,7 @@ class ReplicaManager:
         """One partition of a fetch: records below the HW (or the LSO for read_committed)."""
         try:
             partition = self.partition(request.topic, request.partition)
+            partition.check_leader_epoch(request.current_leader_epoch)
             plog = partition.log
             upper = partition.last_stable_offset if read_committed else partition.high_watermark
             records = plog.read(request.offset, request.max_bytes, upper, min_one)
@@ -246,12 +248,7 @@ class ReplicaManager:
         results = []
         budget = max_bytes
         for request in requests:
-            limited = FetchRequestPartition(
-                request.topic,
-                request.partition,
-                request.offset,
-                min(request.max_bytes, max(budget, 0)),
-            )
+            limited = replace(request, max_bytes=min(request.max_bytes, max(budget, 0)))
             result = self.read(limited, read_committed, min_one=budget == max_bytes)
             budget -= len(result.records)
             results.append(result)

@@ -23,11 +23,16 @@ def client(broker: BrokerProcess):
 
 
 def fetch(
-    client: WireClient, offset: int, max_wait_ms: int = 0, min_bytes: int = 0, isolation: int = 0
+    client: WireClient,
+    offset: int,
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    isolation: int = 0,
+    leader_epoch: int = -1,
 ):
     partition = {
         "partition": 0,
-        "current_leader_epoch": -1,
+        "current_leader_epoch": leader_epoch,
         "fetch_offset": offset,
         "last_fetched_epoch": -1,
         "log_start_offset": -1,
@@ -115,3 +120,8 @@ def test_describe_producers_shows_idempotent_state(client: WireClient) -> None:
     [state] = ok.active_producers
     assert (state.producer_id, state.producer_epoch, state.last_sequence) == (77, 3, 2)
     assert missing.error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_fetch_checks_the_clients_leader_epoch(client: WireClient) -> None:
+    assert fetch(client, 0, leader_epoch=0).error_code == ErrorCode.none
+    assert fetch(client, 0, leader_epoch=3).error_code == ErrorCode.unknown_leader_epoch
