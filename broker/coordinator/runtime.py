@@ -179,6 +179,9 @@ class CoordinatorRuntime(Generic[S]):
             raise KafkaError(ErrorCode.coordinator_load_in_progress)
         return slot.shard
 
+    def active_shards(self) -> list[S]:
+        return [slot.shard for slot in self._slots.values() if slot.status is ShardStatus.ACTIVE]
+
     def shard_for(self, key: str) -> S:
         return self.shard(self.partition_for(key))
 

@@ -42,7 +42,6 @@ class CoordinatorService:
         self.txn = TransactionCoordinator(
             TxnConfig(
                 num_partitions=cfg["transaction.state.log.num.partitions"],
-                offsets_partitions=cfg["offsets.topic.num.partitions"],
                 max_timeout_ms=cfg["transaction.max.timeout.ms"],
                 abort_interval_ms=cfg[
                     "transaction.abort.timed.out.transaction.cleanup.interval.ms"
@@ -52,14 +51,22 @@ class CoordinatorService:
             broker.replica_manager,
             self.group.on_offsets_marker,
             ProducerIdManager(broker.ledger),
+            self.group.runtime.partition_for,
         )
 
     async def start(self) -> None:
         manager = self.broker.replica_manager
         for runtime in (self.group.runtime, self.txn.runtime):
-            manager.ensure_internal_topic(
+            topic = manager.ensure_internal_topic(
                 runtime.topic, runtime.num_partitions, dict(INTERNAL_TOPIC_CONFIGS)
             )
+            if len(topic.partitions) != runtime.num_partitions:
+                # Keys must keep mapping to the partitions that hold their state.
+                log.warning(
+                    "%s exists with %d partitions; using those, not the configured %d",
+                    runtime.topic, len(topic.partitions), runtime.num_partitions,
+                )  # fmt: skip
+                runtime.num_partitions = len(topic.partitions)
             for partition in range(runtime.num_partitions):
                 leader_epoch = manager.partition(runtime.topic, partition).leader_epoch
                 await self.become_leader(runtime.topic, partition, leader_epoch)

@@ -202,11 +202,7 @@ class GroupCoordinator:
 
     def list_groups(self, states: set[str] | None) -> list[Group]:
         groups: list[Group] = []
-        for partition in range(self.config.num_partitions):
-            try:
-                shard = self.runtime.shard(partition)
-            except KafkaError:
-                continue
+        for shard in self.runtime.active_shards():
             for group in shard.groups.values():
                 if not states or group.state.value.lower() in states:
                     groups.append(group)

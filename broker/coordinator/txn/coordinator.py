@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from broker.coordinator.partitioning import GROUP_TOPIC, TRANSACTION_TOPIC, partition_for
+from broker.coordinator.partitioning import GROUP_TOPIC, TRANSACTION_TOPIC
 from broker.coordinator.runtime import CoordinatorLog, CoordinatorRuntime
 from broker.coordinator.txn import records
 from broker.coordinator.txn.markers import MarkerLog, OffsetsMarkerHook, write_markers_until_done
@@ -42,7 +43,6 @@ def now_ms() -> int:
 @dataclass(frozen=True, slots=True)
 class TxnConfig:
     num_partitions: int = 50
-    offsets_partitions: int = 50
     max_timeout_ms: int = 900_000
     abort_interval_ms: int = 10_000
 
@@ -55,6 +55,7 @@ class TransactionCoordinator:
         marker_log: MarkerLog,
         on_offsets_marker: OffsetsMarkerHook,
         producer_ids: ProducerIdManager,
+        offsets_partition_for: Callable[[str], int],
     ) -> None:
         self.config = config
         self.runtime: CoordinatorRuntime[TxnShard] = CoordinatorRuntime(
@@ -66,6 +67,7 @@ class TransactionCoordinator:
         self._marker_log = marker_log
         self._on_offsets_marker = on_offsets_marker
         self._producer_ids = producer_ids
+        self._offsets_partition_for = offsets_partition_for
         self._timer: asyncio.Task[None] | None = None
 
     # ---- lifecycle -------------------------------------------------------------
@@ -149,7 +151,7 @@ class TransactionCoordinator:
     async def add_offsets(
         self, transactional_id: str, producer_id: int, epoch: int, group_id: str
     ) -> None:
-        offsets_partition = partition_for(group_id, self.config.offsets_partitions)
+        offsets_partition = self._offsets_partition_for(group_id)
         await self.add_partitions(
             transactional_id, producer_id, epoch, {(GROUP_TOPIC, offsets_partition)}
         )
@@ -189,11 +191,7 @@ class TransactionCoordinator:
     async def abort_expired(self) -> None:
         """Fences and aborts every Ongoing transaction older than its timeout."""
         now = now_ms()
-        for partition in range(self.config.num_partitions):
-            try:
-                shard = self.runtime.shard(partition)
-            except KafkaError:
-                continue
+        for shard in self.runtime.active_shards():
             for md in list(shard.transactions.values()):
                 cur = md.current
                 expired = cur.state is S.ONGOING and cur.start_ms + cur.timeout_ms < now

@@ -28,8 +28,10 @@ pytestmark = [pytest.mark.broker]
 SETTINGS = ["offsets.topic.num.partitions=3", "transaction.state.log.num.partitions=3"]
 
 
-async def open_broker(data_dir: Path) -> tuple[Broker, CoordinatorService]:
-    broker = Broker(load_config(1, "127.0.0.1:0", data_dir, None, SETTINGS))
+async def open_broker(
+    data_dir: Path, settings: list[str] = SETTINGS
+) -> tuple[Broker, CoordinatorService]:
+    broker = Broker(load_config(1, "127.0.0.1:0", data_dir, None, settings))
     broker.replica_manager.open_all(clean=False)
     service = CoordinatorService(broker)
     await service.start()
@@ -128,3 +130,21 @@ async def unreadable(data_dir: Path) -> None:
 
 def test_an_unreadable_partition_is_not_served_but_the_broker_starts(tmp_path: Path) -> None:
     asyncio.run(asyncio.wait_for(unreadable(tmp_path), 30))
+
+
+async def resized(data_dir: Path) -> None:
+    broker, service = await open_broker(data_dir)
+    await service.group.commit_offsets(
+        "kept", -1, "", None, {("t", 0): CommittedOffset(8, -1, "", 0)}
+    )
+    await close_broker(broker, service)
+    more = ["offsets.topic.num.partitions=7", "transaction.state.log.num.partitions=7"]
+    broker, service = await open_broker(data_dir, more)
+    assert service.group.runtime.num_partitions == 3  # the existing topic decides
+    found = service.group.fetch_offsets("kept", None, require_stable=False)
+    assert found[("t", 0)][0] == CommittedOffset(8, -1, "", 0)
+    await close_broker(broker, service)
+
+
+def test_a_changed_partition_count_keeps_keys_on_their_existing_partitions(tmp_path: Path) -> None:
+    asyncio.run(asyncio.wait_for(resized(tmp_path), 30))
