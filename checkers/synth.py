@@ -76,7 +76,8 @@ class _Worker:
 
 
 class Simulation:
-    """A correct Kafka and its clients; :meth:`run` yields the history."""
+    """A correct Kafka and its clients; :meth:`run` yields the history.
+    (``int(random() * n)`` stands in for ``randrange(n)``: several times faster.)"""
 
     def __init__(self, seed: int, processes: int = 10, keys: int = 64, txn: bool = True):
         self.rng = random.Random(seed)
@@ -88,7 +89,7 @@ class Simulation:
         self.index = 0
 
     def _op(self, op_type: str, process: int, f: str, value: Any, **extra: Any) -> Op:
-        self.time += self.rng.randint(1_000, 200_000)
+        self.time += 1_000 + int(self.rng.random() * 199_000)
         op = Op(self.index, self.time, op_type, process, f, value, extra)
         self.index += 1
         return op
@@ -97,7 +98,7 @@ class Simulation:
         rng, workers = self.rng, self.workers
         invoked = 0
         while invoked < n_ops or any(w.op for w in workers):
-            w = workers[rng.randrange(len(workers))]
+            w = workers[int(rng.random() * len(workers))]
             if w.op is None:
                 if invoked < n_ops:
                     w.op = self._invoke(w)
@@ -121,12 +122,12 @@ class Simulation:
             return self._op("invoke", w.process, f, sorted(rng.sample(range(len(self.keys)), n)))
         mops: list[list[Any]] = []
         sent: list[int] = []
-        for _ in range(rng.randint(1, 3) if self.txn else 1):
+        for _ in range(1 + int(rng.random() * 3) if self.txn else 1):
             if rng.random() < 0.5:
                 k = (
                     rng.choice(sent)
                     if sent and rng.random() < 0.3
-                    else rng.randrange(len(self.keys))
+                    else int(rng.random() * len(self.keys))
                 )
                 key = self.keys[k]
                 mops.append(["send", k, key.next_value])
@@ -184,9 +185,9 @@ class Simulation:
         out: dict[int, list[list[int]]] = {}
         for k, pos in w.assigned.items():
             committed = self.keys[k].committed
-            n = min(len(committed) - pos, self.rng.randint(1, limit))
+            n = min(len(committed) - pos, 1 + int(self.rng.random() * limit))
             if n > 0:
-                out[k] = [list(r) for r in committed[pos : pos + n]]
+                out[k] = committed[pos : pos + n]  # records are never mutated
                 w.assigned[k] = pos + n
         return out
 
