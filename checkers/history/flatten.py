@@ -164,6 +164,8 @@ class FlatBuilder:
         self.o_f.append(f)
         self.o_line.append(line)
         self.o_nrows.append(len(self.r_key) - rows_before)
+        if keys is None and payload is None and error is None and extra_json is None:
+            return
         for name, x in (
             ("keys", keys),
             ("rebalance_keys", rebalance),
