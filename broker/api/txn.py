@@ -1,5 +1,6 @@
 """Transaction APIs: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
-EndTxn, TxnOffsetCommit and WriteTxnMarkers.
+EndTxn, TxnOffsetCommit, WriteTxnMarkers, DescribeTransactions and
+ListTransactions.
 
 Handlers translate kio shapes to the transaction coordinator (and, for
 TxnOffsetCommit, the group coordinator) and back. Older request versions
@@ -9,11 +10,14 @@ Kafka does.
 
 from __future__ import annotations
 
+import datetime
+import time
 from typing import Any
 
 from broker.api.group import coordinators, millis, partition_errors, requested_offsets
 from broker.api.registry import RequestContext, api
 from broker.coordinator.txn.markers import write_markers
+from broker.coordinator.txn.state import TransactionState
 from broker.errors import ErrorCode, KafkaError
 
 # The first version of each API that may carry PRODUCER_FENCED (KIP-588).
@@ -173,3 +177,69 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> dict[st
             }
         )
     return {"markers": answers}
+
+
+def _start_time(ms: int) -> datetime.datetime:
+    """kio writes this field from a datetime. Kafka answers -1 for a transaction
+    not begun and 0 (the schema default) for an error entry."""
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+
+
+@api(65, 0, 0)
+async def handle_describe_transactions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    states = []
+    for txn_id in request.transactional_ids:
+        entry: dict[str, Any] = {
+            "transactional_id": txn_id,
+            "error_code": ErrorCode.none,
+            "transaction_state": "",
+            "transaction_timeout": 0,
+            "transaction_start_time": _start_time(0),
+            "producer_id": -1,
+            "producer_epoch": -1,
+            "topics": [],
+        }
+        try:
+            snapshot = coordinators(ctx).txn.describe(txn_id)
+        except KafkaError as exc:
+            states.append({**entry, "error_code": exc.code})
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(snapshot.partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        entry.update(
+            transaction_state=snapshot.state.kafka_name,
+            transaction_timeout=snapshot.timeout_ms,
+            transaction_start_time=_start_time(snapshot.start_ms),
+            producer_id=snapshot.producer_id,
+            producer_epoch=snapshot.producer_epoch,
+            topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+        )
+        states.append(entry)
+    return {"throttle_time": 0, "transaction_states": states}
+
+
+@api(66, 0, 1)
+async def handle_list_transactions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    known = {state.kafka_name for state in TransactionState}
+    wanted = set(request.state_filters)
+    pids = set(request.producer_id_filters)
+    min_age_ms = getattr(request, "duration_filter", -1)
+    now = int(time.time() * 1000)
+    listed = [
+        {
+            "transactional_id": txn_id,
+            "producer_id": snapshot.producer_id,
+            "transaction_state": snapshot.state.kafka_name,
+        }
+        for txn_id, snapshot in coordinators(ctx).txn.list_transactions()
+        if (not wanted or snapshot.state.kafka_name in wanted)
+        and (not pids or snapshot.producer_id in pids)
+        and (min_age_ms < 0 or (snapshot.start_ms >= 0 and now - snapshot.start_ms >= min_age_ms))
+    ]
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "unknown_state_filters": sorted(wanted - known),
+        "transaction_states": listed,
+    }

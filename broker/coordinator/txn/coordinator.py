@@ -178,6 +178,22 @@ class TransactionCoordinator:
             raise KafkaError(ErrorCode.concurrent_transactions)
         raise KafkaError(ErrorCode.invalid_txn_state)
 
+    # ---- DescribeTransactions / ListTransactions ---------------------------------------
+
+    def describe(self, transactional_id: str) -> TxnSnapshot:
+        md = self.runtime.shard_for(transactional_id).transactions.get(transactional_id)
+        if md is None or md.current.producer_epoch == NO_PRODUCER_EPOCH:
+            raise KafkaError(ErrorCode.transactional_id_not_found)
+        return md.current
+
+    def list_transactions(self) -> list[tuple[str, TxnSnapshot]]:
+        return [
+            (txn_id, md.current)
+            for shard in self.runtime.active_shards()
+            for txn_id, md in shard.transactions.items()
+            if md.current.producer_epoch != NO_PRODUCER_EPOCH
+        ]
+
     # ---- timeouts --------------------------------------------------------------------
 
     async def _abort_expired_forever(self) -> None:

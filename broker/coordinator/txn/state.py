@@ -46,6 +46,11 @@ class TransactionState(enum.IntEnum):
         return _VALID_PREVIOUS[self]
 
     @property
+    def kafka_name(self) -> str:
+        """The name DescribeTransactions and ListTransactions use (``PrepareCommit``)."""
+        return "".join(word.capitalize() for word in self.name.split("_"))
+
+    @property
     def is_prepare(self) -> bool:
         return self in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 

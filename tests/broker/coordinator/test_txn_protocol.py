@@ -109,3 +109,33 @@ def test_simple_commits_and_unknown_groups(client: WireClient) -> None:
     assert w.commit_offset(client, "plain", "t", 5) == ErrorCode.none
     assert w.fetch_offset(client, "plain", "t", require_stable=True) == (5, ErrorCode.none)
     assert w.fetch_offset(client, "never-used", "t", require_stable=False) == (-1, ErrorCode.none)
+
+
+def test_describe_and_list_transactions(client: WireClient) -> None:
+    init = w.init_producer_id(client, "described")
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert w.add_partitions(client, "described", pid, epoch, "t", [1, 0]) == {
+        ("t", 1): ErrorCode.none,
+        ("t", 0): ErrorCode.none,
+    }
+    described = client.request(65, 0, {"transactional_ids": ["described", "missing"]})
+    found, missing = described.transaction_states
+    assert (found.error_code, found.transaction_state, found.producer_id) == (
+        ErrorCode.none,
+        "Ongoing",
+        pid,
+    )
+    assert [(t.topic, t.partitions) for t in found.topics] == [("t", (0, 1))]
+    assert found.transaction_start_time.timestamp() > 0
+    assert missing.error_code == ErrorCode.transactional_id_not_found
+    listed = client.request(
+        66,
+        1,
+        {"state_filters": ["Ongoing", "Bogus"], "producer_id_filters": [], "duration_filter": -1},
+    )
+    assert listed.unknown_state_filters == ("Bogus",)
+    assert ("described", pid, "Ongoing") in [
+        (s.transactional_id, s.producer_id, s.transaction_state) for s in listed.transaction_states
+    ]
+    assert all(s.transaction_state == "Ongoing" for s in listed.transaction_states)
+    assert w.end_txn(client, "described", pid, epoch, False) == ErrorCode.none
