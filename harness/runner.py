@@ -116,15 +116,13 @@ def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterato
     from nemesis.package import build
 
     package = build(list(spec.faults), seed=spec.seed, interval=spec.nemesis_interval)
-    nemesis = ValidatingNemesis(package.bind(cluster.nemesis_context(seed=spec.seed)))
-    nemesis = nemesis.setup(test)
-    try:
-        yield nemesis, package
-    finally:
+    with cluster.healing():  # heals on the way out, also on SIGTERM/SIGHUP
+        nemesis = ValidatingNemesis(package.bind(cluster.nemesis_context(seed=spec.seed)))
+        nemesis = nemesis.setup(test)
         try:
-            nemesis.teardown(test)
+            yield nemesis, package
         finally:
-            cluster.heal()
+            nemesis.teardown(test)
 
 
 def build_generator(spec: TestSpec, workload: Any, package: Any) -> gen.Generator | None:

@@ -36,8 +36,11 @@ from workloads.outcomes import (
 )
 
 log = logging.getLogger(__name__)
-# librdkafka's own log lines go to logging, not straight to stderr
+# librdkafka's own log lines go to logging, not straight to stderr. Under
+# faults they are expected noise (refused connections...): what matters is in
+# the history, so they are hidden unless JEPKA_LIBRDKAFKA_LOG names a level.
 LIBRDKAFKA_LOG = logging.getLogger("librdkafka")
+LIBRDKAFKA_LOG.setLevel(os.environ.get("JEPKA_LIBRDKAFKA_LOG", "CRITICAL"))
 
 OpDict = dict[str, Any]
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from harness.generator.simulate import simulate
 from harness.runner import FaultTracker, RunState, build_generator
 from harness.spec import resolve
 from nemesis.package import build as build_nemesis
+from tests.workloads.broker_process import start_broker
 from workloads.workload import build as build_workload
 
 
@@ -134,3 +137,64 @@ def test_jepka_test_end_to_end_gives_a_verdict(tmp_path: Path) -> None:
     ops = [json.loads(line) for line in lines]
     assert sum(o["type"] == "ok" and o["f"] == "send" for o in ops) > 50
     assert any(o["f"] == "poll" and o.get("poll_ms") == 1000 for o in ops)  # final reads
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.broker
+@pytest.mark.spark
+def test_ctrl_c_stops_and_still_checks_what_was_recorded(tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "data")
+    store = tmp_path / "store"
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness",
+        "test",
+        "--workload",
+        "txn",
+        "--time-limit",
+        "300",
+        "--rate",
+        "30",
+        "--concurrency",
+        "2",
+        "--key-count",
+        "2",
+        "--seed",
+        "2",
+        "--bootstrap",
+        broker.bootstrap,
+        "--store",
+        str(store),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "JEPKA_LOG_LEVEL": "ERROR"},
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "running" in line:
+                break
+        history = store / "latest" / "history.jsonl"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (
+            not history.exists() or history.read_text().count('"ok"') < 20
+        ):
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        broker.kill()
+    assert proc.returncode in (0, 2), out + err[-3000:]
+    assert "valid:" in out
+    run = (store / "latest").resolve()
+    assert json.loads((run / "test.json").read_text())["status"] == "interrupted"
+    assert json.loads((run / "results.json").read_text())["valid"] in (True, "unknown")
