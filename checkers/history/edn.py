@@ -99,7 +99,10 @@ def read_edn_unpaired(path: str) -> pa.Table:
                 builder.add(*check_core(_op_map(forms[0]), default_index=len(builder)), n)
             except ValueError as e:
                 raise HistoryError(path, n, str(e)) from None
-    return builder.build()
+    try:
+        return builder.build()
+    except ValueError as e:
+        raise HistoryError(path, None, str(e)) from None
 
 
 def op_to_edn(op: Op) -> str:

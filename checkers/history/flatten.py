@@ -272,7 +272,15 @@ class FlatBuilder:
         return len(self.o_index)
 
     def build(self) -> pa.Table:
-        """The table without pair columns, plus the helper ``_line`` column."""
+        """The table without pair columns, plus the helper ``_line`` column;
+        ``ValueError`` if an integer does not fit the 64-bit columns."""
+        try:
+            return self._build()
+        except (OverflowError, pa.ArrowException):
+            lines = f"lines {self.o_line[0]}-{self.o_line[-1]}" if self.o_line else "the input"
+            raise ValueError(f"an integer in {lines} does not fit in 64 bits") from None
+
+    def _build(self) -> pa.Table:
         nrows = np.asarray(self.o_nrows, dtype=np.int64)
         op_of_row = np.repeat(np.arange(len(nrows), dtype=np.int64), nrows)
         starts = np.cumsum(nrows) - nrows

@@ -53,7 +53,10 @@ def _flatten_block(path: str, lines: list[bytes], first_line: int, last_block: b
             add(*check_core(d), first_line + n)
         except ValueError as e:
             raise HistoryError(path, first_line + n, str(e)) from None
-    return builder.build()
+    try:
+        return builder.build()
+    except ValueError as e:
+        raise HistoryError(path, None, str(e)) from None
 
 
 def _blocks(f: BinaryIO, start: int, end: int):

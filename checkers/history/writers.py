@@ -28,10 +28,17 @@ def flatten_stream(ops: Iterable[Op], source: str = "<ops>") -> pa.Table:
         except ValueError as e:
             raise HistoryError(source, n, str(e)) from None
         if len(builder) >= BLOCK_OPS:
-            tables.append(builder.build())
+            tables.append(_build(builder, source))
             builder = FlatBuilder()
-    tables.append(builder.build())
+    tables.append(_build(builder, source))
     return attach_pairs(pa.concat_tables(tables), source)
+
+
+def _build(builder: FlatBuilder, source: str) -> pa.Table:
+    try:
+        return builder.build()
+    except ValueError as e:
+        raise HistoryError(source, None, str(e)) from None
 
 
 def write_ops(ops: Iterable[Op], path: str, fmt: str) -> int:

@@ -63,6 +63,17 @@ def test_jsonl_errors_name_the_line(tmp_path: Path, case: str) -> None:
     assert str(err.value).startswith(f"{path}:{line}: ")
 
 
+def test_integers_beyond_64_bits(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text(INV.replace('"time": 1', '"time": 18446744073709551615') + "\n")
+    with pytest.raises(HistoryError, match="does not fit in 64 bits"):
+        read_flat(path)
+    path.write_text(INV.replace('"time": 1', '"time": 1' + "0" * 30) + "\n")
+    with pytest.raises(HistoryError) as err:
+        read_flat(path)
+    assert err.value.line == 1
+
+
 def test_blank_lines_count_and_truncated_last_line_is_dropped(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
     path.write_text(INV + "\n\n" + OK + "\n" + '{"index": 2, "ti')
