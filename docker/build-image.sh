@@ -3,7 +3,9 @@
 #   docker/build-image.sh            offline: debootstrap base + local wheelhouse
 #   docker/build-image.sh --online   FROM the official Python image
 # The debootstrap base is cached as docker image jepka-base:bookworm, so only
-# the first offline build pays its ~1 minute.
+# the first offline build pays its ~1 minute. The image is labelled with a
+# hash of the sources it was built from and not rebuilt while they are
+# unchanged (JEPKA_FORCE_BUILD=1 rebuilds anyway).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -13,6 +15,15 @@ mode=offline
 [ "${1:-}" = "--online" ] && mode=online
 python=${PYTHON:-$root/.venv/bin/python}
 [ -x "$python" ] || python=python3
+
+src_hash=$(cd "$root" && find broker harness nemesis docker pyproject.toml -type f \
+        -not -path '*/wheelhouse/*' -not -path '*/__pycache__/*' -not -name '*.pyc' -print0 \
+    | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+current=$(docker image inspect -f '{{index .Config.Labels "jepka.source"}}' "$tag" 2>/dev/null || true)
+if [ -z "${JEPKA_FORCE_BUILD:-}" ] && [ "$current" = "$src_hash-$mode" ]; then
+    echo "$tag"
+    exit 0
+fi
 
 # The wheelhouse: jepka itself (without its analysis stack) and what a node runs.
 wheels="$here/wheelhouse"
@@ -35,5 +46,5 @@ if [ "$mode" = offline ]; then
     fi
     args+=(--build-arg "BASE=$base_tag")
 fi
-docker build --force-rm -q -t "$tag" "${args[@]}" "$here" >/dev/null
+docker build --force-rm -q --label "jepka.source=$src_hash-$mode" -t "$tag" "${args[@]}" "$here" >/dev/null
 echo "$tag"

@@ -268,7 +268,7 @@ class Cluster:
                 raise ClusterError(
                     "the Docker engine is not running (scripts/setup-system.sh starts it)"
                 )
-            docker_backend.ensure_image(rebuild=build_image)
+            docker_backend.ensure_image(force=build_image)
             with local_backend.net_lock():
                 subnet = choose_docker_subnet(spec.name)
                 prefix = subnet.rsplit(".", 1)[0]

@@ -91,11 +91,11 @@ class DockerRemote:
         pass
 
 
-def ensure_image(rebuild: bool = False) -> None:
-    """Builds the node image offline unless it exists."""
-    if not rebuild and _run(["docker", "image", "inspect", IMAGE], check=False).exit == 0:
-        return
-    _run(["bash", str(BUILD_SCRIPT)], timeout=900)
+def ensure_image(force: bool = False) -> None:
+    """Builds the node image offline when its sources changed (the build
+    script compares a source hash label), or always with `force`."""
+    env = {"JEPKA_FORCE_BUILD": "1"} if force else {}
+    _run(["bash", str(BUILD_SCRIPT)], timeout=900, env=env)
 
 
 def compose_env(subnet_prefix: str, broker_args: str) -> dict[str, str]:

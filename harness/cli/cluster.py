@@ -41,7 +41,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--ssh-user", default="root")
     parser.add_argument("--ssh-key", help="private key file (default: agent and ~/.ssh)")
     parser.add_argument("--json", action="store_true", help="status as JSON")
-    parser.add_argument("--build", action="store_true", help="rebuild the docker node image first")
+    parser.add_argument(
+        "--build",
+        action="store_true",
+        help="rebuild the docker node image even if its sources did not change",
+    )
     parser.set_defaults(run=run)
 
 

@@ -49,7 +49,7 @@ def test_compose_cluster_survives_a_fault_schedule(tmp_path: Path) -> None:
     if reason:
         pytest.skip(reason)
     spec = ClusterSpec(name=f"d{uuid.uuid4().hex[:8]}", backend="docker", nodes=3)
-    cluster = Cluster.up(spec, tmp_path, build_image=True)
+    cluster = Cluster.up(spec, tmp_path)  # builds the offline image if sources changed
     project = cluster.state["project"]
     try:
         assert [n.address.rsplit(".", 1)[1] for n in cluster.nodes] == ["11", "12", "13"]
@@ -67,10 +67,42 @@ def test_compose_cluster_survives_a_fault_schedule(tmp_path: Path) -> None:
         assert expected and connection_matrix(cluster.nodes, cluster.db.port) == expected
         pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "pause", "value": ["n3"]})
         assert process_state(cluster.nodes[2]) == "T"
+        assert not api_versions_answers(cluster.nodes[2].address, cluster.db.port, 1.0)
+
+        more = build("clients,clock,lose-unfsynced", seed=7)
+        cut = more.nemesis.invoke(
+            ctx,
+            {
+                "process": "nemesis",
+                "f": "start-partition",
+                "value": {"kind": "clients", "targets": ["n1"]},
+            },
+        )
+        assert cut["value"]["client"] == cluster.client_address
+        assert not api_versions_answers(cluster.nodes[0].address, cluster.db.port, 1.0)
+        n2 = cluster.nodes[1]
+        more.nemesis.invoke(
+            ctx,
+            {
+                "process": "nemesis",
+                "f": "bump-clock",
+                "value": {"targets": ["n2"], "delta_ms": 3_600_000},
+            },
+        )
+        assert n2.run("cat /data/faketime").out.strip() == "+3600.000"
+        pid = n2.run("cat /data/broker.pid").out.strip()
+        assert "faketime" in n2.run(f"tr '\\0' '\\n' < /proc/{pid}/environ").out
+        lost = more.nemesis.invoke(
+            ctx, {"process": "nemesis", "f": "lose-unfsynced", "value": ["n2"]}
+        )
+        assert lost["value"]["nodes"] == ["n2"]
+        assert n2.run("cat /data/broker.pid").out.strip() != pid
+        assert process_state(n2) in ("S", "R")
 
         cluster.heal()
         assert connection_matrix(cluster.nodes, cluster.db.port) == set()
         for node in cluster.nodes:
+            assert node.run("cat /data/faketime").out.strip() == "+0.000"
             assert iptables.rules(node) == []
             assert process_state(node) in ("S", "R")
             assert api_versions_answers(node.address, cluster.db.port)
