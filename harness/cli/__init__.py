@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.cli.convert",
     "harness.cli.report",
     "harness.cli.serve",
+    "harness.cli.suite",
     "harness.cli.test",
 )
 

@@ -1,0 +1,177 @@
+"""``jepka suite MATRIX.yml``: runs a matrix of tests and says which verdicts were unexpected.
+
+The matrix file (YAML)::
+
+    name: nightly                 # the suite's name (default: the file's stem)
+    base: {time_limit: 60}        # settings every case shares (as in `jepka test`)
+    matrix:                       # every combination becomes one case
+      workload: [queue, txn]
+      nemesis: [none, partition, "kill,pause"]
+      seed: [1, 2]
+    expect: valid                 # matrix cases' expected verdict(s) (default: valid)
+    cases:                        # extra cases, e.g. broker bugs that must be detected
+      - {name: lost-acks, bug: [SOME-BUG], nemesis: kill, seed: 1, expect: invalid}
+
+Each case runs ``--repeat`` times on the same seed. A case is *pass* when
+every attempt's verdict was expected, *fail* when none was, and *flaky* when
+the attempts disagree; flaky cases are reported as such, never retried away.
+Writes ``index.html``, ``junit.xml`` and ``suite.json`` under
+``STORE/suites/<name>/<time>/``; exits 0 when every case passed, 1 otherwise,
+254 for a bad matrix (checked whole before anything runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.cli import ExitCode, UsageError
+
+VERDICTS = ("valid", "invalid", "unknown", "crashed")
+VERDICT_OF = {True: "valid", False: "invalid"}
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "suite",
+        help="run a matrix of tests; flag unexpected verdicts",
+        description=__doc__.splitlines()[0],
+    )
+    p.add_argument("matrix", type=Path, metavar="MATRIX.yml", help="the matrix file")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="runs per case on the same seed (default 1)",
+    )
+    p.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="run directory root (default: the matrix's base store, else store)",
+    )
+    p.set_defaults(run=run)
+
+
+def load_matrix(path: Path) -> tuple[str, list[tuple[str, dict[str, Any], list[str]]]]:
+    """The suite's name and its cases as ``(name, settings, expected verdicts)``."""
+    from harness.spec import SpecError, load_config, resolve
+
+    try:
+        doc = load_config(path)
+    except SpecError as e:
+        raise UsageError(str(e)) from None
+    unknown = set(doc) - {"name", "base", "matrix", "expect", "cases"}
+    if unknown:
+        raise UsageError(f"{path}: unknown field(s) {', '.join(sorted(unknown))}")
+    base = _mapping(doc.get("base") or {}, f"{path}: base")
+    axes = _mapping(doc.get("matrix") or {}, f"{path}: matrix")
+    cases: list[tuple[str, dict[str, Any], list[str]]] = []
+    keys = list(axes)
+    values = [v if isinstance(v, list) else [v] for v in axes.values()]
+    expect = _expect(doc.get("expect", "valid"), f"{path}: expect")
+    if keys:
+        for combo in itertools.product(*values):
+            settings = dict(zip(keys, combo, strict=True))
+            cases.append((_case_name(settings), settings, expect))
+    extra = doc.get("cases") or []
+    if not isinstance(extra, list):
+        raise UsageError(f"{path}: cases must be a list")
+    for i, raw in enumerate(extra, 1):
+        settings = dict(_mapping(raw, f"{path}: cases[{i}]"))
+        want = _expect(settings.pop("expect", "invalid"), f"{path}: cases[{i}].expect")
+        name = str(settings.pop("name", "") or _case_name(settings))
+        cases.append((name, settings, want))
+    if not cases:
+        raise UsageError(f"{path}: no cases (give a matrix or cases)")
+    names = [c[0] for c in cases]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UsageError(f"{path}: case names repeat: {', '.join(dup)}")
+    for name, settings, _ in cases:  # every case must resolve before any runs
+        try:
+            resolve({**base, **settings}, None, f"{path} case {name}")
+        except SpecError as e:
+            raise UsageError(str(e)) from None
+    return str(doc.get("name") or path.stem), [(n, {**base, **s}, e) for n, s, e in cases]
+
+
+def _mapping(v: Any, where: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise UsageError(f"{where}: expected a mapping, got {type(v).__name__}")
+    return {str(k).replace("-", "_"): x for k, x in v.items()}
+
+
+def _expect(v: Any, where: str) -> list[str]:
+    items = v if isinstance(v, list) else [v]
+    out = [VERDICT_OF.get(x, x) if isinstance(x, bool) else str(x) for x in items]
+    bad = [x for x in out if x not in VERDICTS]
+    if bad or not out:
+        raise UsageError(f"{where}: {bad or v!r} is not one of {', '.join(VERDICTS)}")
+    return out
+
+
+def _case_name(settings: dict[str, Any]) -> str:
+    def show(v: Any) -> str:
+        return "+".join(map(str, v)) if isinstance(v, list) else str(v).replace(",", "+")
+
+    return "-".join(f"{k}={show(v)}" for k, v in settings.items()).replace("/", "_")
+
+
+def run_case(name: str, settings: dict[str, Any], store: str | None) -> Any:
+    """Runs one attempt of a case with ``jepka test``'s runner."""
+    from harness.runner import run_test
+    from harness.spec import resolve
+    from reports.suite import Attempt
+
+    overrides = {"name": name, "store": store}
+    t0 = time.monotonic()
+    try:
+        result = run_test(resolve(settings, overrides, name))
+    except Exception as e:  # a crashed run is a verdict the suite reports, not a stop
+        return Attempt("crashed", error=f"{type(e).__name__}: {e}", seconds=time.monotonic() - t0)
+    results = result.results
+    verdict = VERDICT_OF.get(results.get("valid"), "unknown")
+    counts = {k: len(v or ()) for k, v in (results.get("anomalies") or {}).items()}
+    return Attempt(
+        verdict, str(result.run_dir.path), counts, results.get("error"), time.monotonic() - t0
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from reports.suite import CaseOutcome, suite_index, suite_junit
+
+    if args.repeat < 1:
+        raise UsageError(f"--repeat {args.repeat}: must be at least 1")
+    name, cases = load_matrix(args.matrix)
+    store = str(args.store) if args.store else None
+    outcomes = []
+    for case_name, settings, expect in cases:
+        outcome = CaseOutcome(case_name, settings, expect)
+        for i in range(args.repeat):
+            print(f"suite {name}: {case_name} ({i + 1}/{args.repeat})", flush=True)
+            outcome.attempts.append(run_case(case_name, settings, store))
+        print(f"  {outcome.status}: {', '.join(a.verdict for a in outcome.attempts)}", flush=True)
+        outcomes.append(outcome)
+    root = Path(store or cases[0][1].get("store") or "store")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    out = root / "suites" / name / stamp
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "index.html").write_text(suite_index(name, outcomes, out))
+    (out / "junit.xml").write_text(suite_junit(name, outcomes))
+    summary = [{**asdict(o), "status": o.status} for o in outcomes]
+    (out / "suite.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    bad = [o for o in outcomes if o.status != "pass"]
+    print(
+        f"suite {name}: {len(outcomes) - len(bad)} as expected, "
+        f"{sum(o.status == 'flaky' for o in bad)} flaky, "
+        f"{sum(o.status == 'fail' for o in bad)} unexpected\n{out / 'index.html'}"
+    )
+    return ExitCode.INVALID if bad else ExitCode.VALID

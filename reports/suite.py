@@ -1,0 +1,111 @@
+"""A suite's outputs: one index page over all its runs and one JUnit file.
+
+The suite runner decides what was expected and what happened; this module
+only lays it out. A flaky case (the same seed gave different verdicts across
+repeats) is its own class in both outputs, so it is never hidden by a pass.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+PACKAGE = Path(__file__).parent
+_env = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(PACKAGE / "templates"),
+    autoescape=jinja2.select_autoescape(["html", "j2"]),
+    undefined=jinja2.StrictUndefined,
+)
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One run of a case: its verdict (``valid``, ``invalid``, ``unknown`` or
+    ``crashed``), the run folder, the anomaly counts, and any error."""
+
+    verdict: str
+    run: str | None = None
+    anomalies: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class CaseOutcome:
+    name: str
+    settings: dict[str, Any]
+    expect: list[str]
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """``pass`` (every attempt as expected), ``fail`` (none) or ``flaky`` (some)."""
+        hits = [a.verdict in self.expect for a in self.attempts]
+        if hits and all(hits):
+            return "pass"
+        return "flaky" if any(hits) else "fail"
+
+
+def suite_junit(name: str, cases: list[CaseOutcome]) -> str:
+    """One test case per suite case; a failure names the verdicts and runs, and
+    a flaky case is a failure whose message starts with ``flaky``."""
+    root = ET.Element("testsuite", name=name, tests=str(len(cases)))
+    failures = 0
+    for case in cases:
+        tc = ET.SubElement(
+            root,
+            "testcase",
+            classname=name,
+            name=case.name,
+            time=f"{sum(a.seconds for a in case.attempts):.1f}",
+        )
+        verdicts = ", ".join(a.verdict for a in case.attempts)
+        if case.status == "pass":
+            continue
+        failures += 1
+        msg = f"{case.status}: expected {' or '.join(case.expect)}, got {verdicts}"
+        fail = ET.SubElement(tc, "failure", message=msg, type=case.status)
+        fail.text = "\n".join(
+            f"attempt {i + 1}: {a.verdict}"
+            + (f" {a.anomalies}" if a.anomalies else "")
+            + (f" ({a.error})" if a.error else "")
+            + (f" in {a.run}" if a.run else "")
+            for i, a in enumerate(case.attempts)
+        )
+    root.set("failures", str(failures))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def suite_index(name: str, cases: list[CaseOutcome], out_dir: Path) -> str:
+    """The index page; run links are relative to ``out_dir`` so the store can move."""
+    rows = []
+    for case in cases:
+        attempts = []
+        for a in case.attempts:
+            link = None
+            if a.run:
+                target = Path(a.run) / "report.html"
+                link = _relative(target, out_dir)
+            attempts.append({**asdict(a), "link": link})
+        rows.append(
+            {
+                "name": case.name,
+                "settings": case.settings,
+                "expect": case.expect,
+                "status": case.status,
+                "attempts": attempts,
+            }
+        )
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("pass", "flaky", "fail")}
+    css = (PACKAGE / "static" / "report.css").read_text()
+    return _env.get_template("suite.html.j2").render(name=name, rows=rows, counts=counts, css=css)
+
+
+def _relative(target: Path, base: Path) -> str:
+    return Path(os.path.relpath(target.resolve(), base.resolve())).as_posix()

@@ -1,0 +1,135 @@
+"""``jepka suite``: matrix expansion, classification (pass / fail / flaky) and outputs."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.cli.suite import load_matrix
+from reports.suite import Attempt, CaseOutcome, suite_index, suite_junit
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "matrix.yml"
+    p.write_text(text)
+    return p
+
+
+def test_matrix_expands_every_combination_then_the_extra_cases(tmp_path: Path) -> None:
+    name, cases = load_matrix(
+        write(
+            tmp_path,
+            """
+name: nightly
+base: {time-limit: 5}
+matrix:
+  workload: [queue, txn]
+  nemesis: [none, "kill,pause"]
+expect: [valid, unknown]
+cases:
+  - {name: must-fail, nemesis: partition, seed: 3}
+""",
+        )
+    )
+    assert name == "nightly"
+    assert [c[0] for c in cases] == [
+        "workload=queue-nemesis=none",
+        "workload=queue-nemesis=kill+pause",
+        "workload=txn-nemesis=none",
+        "workload=txn-nemesis=kill+pause",
+        "must-fail",
+    ]
+    assert cases[1][1] == {"time_limit": 5, "workload": "queue", "nemesis": "kill,pause"}
+    assert cases[0][2] == ["valid", "unknown"] and cases[4][2] == ["invalid"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("matrix: {seed: [1]}\nextra: 1\n", "unknown field(s) extra"),
+        ("matrix: {nemesis: [fire]}\n", "case nemesis=fire: nemesis: 'fire' is not one of"),
+        ("matrix: {seed: [1]}\nexpect: green\n", "expect: ['green'] is not one of"),
+        ("cases: [{name: a}, {name: a}]\n", "case names repeat: a"),
+        ("name: x\n", "no cases"),
+        ("matrix: [1, 2]\n", "matrix: expected a mapping, got list"),
+        ("matrix: {seed: [1\n", "not valid YAML"),
+    ],
+)
+def test_bad_matrices_stop_before_anything_runs(
+    tmp_path: Path, capsys, text: str, message: str
+) -> None:
+    assert main(["suite", str(write(tmp_path, text))]) == 254
+    err = capsys.readouterr().err
+    assert err.startswith("jepka suite: ") and message in err and err.count("\n") == 1
+
+
+def test_classification() -> None:
+    def case(*verdicts: str) -> CaseOutcome:
+        return CaseOutcome("c", {}, ["valid"], [Attempt(v) for v in verdicts])
+
+    assert case("valid", "valid").status == "pass"
+    assert case("invalid", "crashed").status == "fail"
+    assert case("invalid", "valid").status == "flaky"
+    assert case().status == "fail"  # nothing ran: nothing was as expected
+
+
+def test_suite_outputs_name_flaky_cases(tmp_path: Path) -> None:
+    run = tmp_path / "store" / "c" / "t1"
+    run.mkdir(parents=True)
+    cases = [
+        CaseOutcome("steady", {"seed": 1}, ["valid"], [Attempt("valid", str(run))]),
+        CaseOutcome(
+            "wobbly",
+            {"seed": 2},
+            ["valid"],
+            [Attempt("invalid", str(run), {"lost-write": 2}), Attempt("valid")],
+        ),
+    ]
+    root = ET.fromstring(suite_junit("s", cases))
+    assert root.get("tests") == "2" and root.get("failures") == "1"
+    fail = root.find("testcase[@name='wobbly']/failure")
+    assert fail.get("type") == "flaky"
+    assert fail.get("message") == "flaky: expected valid, got invalid, valid"
+    assert "attempt 1: invalid {'lost-write': 2} in" in fail.text
+    out = tmp_path / "store" / "suites" / "s" / "t"
+    out.mkdir(parents=True)
+    page = suite_index("s", cases, out)
+    assert 'href="../../../c/t1/report.html"' in page
+    assert "1 as expected, 1 flaky, 0 unexpected" in page and "FLAKY" in page
+
+
+def test_jepka_suite_runs_cases_and_reports_unexpected_verdicts(tmp_path: Path) -> None:
+    """Real runs that crash at once (the ssh backend without hosts): one case
+    expects that, the other expected a valid run, so the suite fails."""
+    matrix = write(
+        tmp_path,
+        """
+name: quick
+base: {time_limit: 1, cluster: ssh}
+matrix: {seed: [1]}
+expect: crashed
+cases:
+  - {name: wants-valid, seed: 2, expect: valid}
+""",
+    )
+    store = tmp_path / "store"
+    assert main(["suite", str(matrix), "--repeat", "2", "--store", str(store)]) == 1
+    (out,) = (store / "suites" / "quick").iterdir()
+    summary = {c["name"]: c for c in json.loads((out / "suite.json").read_text())}
+    assert {n: c["status"] for n, c in summary.items()} == {"seed=1": "pass", "wants-valid": "fail"}
+    attempt = summary["wants-valid"]["attempts"][1]
+    assert attempt["verdict"] == "crashed" and "ssh" in attempt["error"]
+    assert len(summary["seed=1"]["attempts"]) == 2
+    junit = ET.fromstring((out / "junit.xml").read_text())
+    assert junit.get("failures") == "1"
+    assert "1 unexpected" in (out / "index.html").read_text()
+
+
+def test_the_nightly_matrix_resolves() -> None:
+    name, cases = load_matrix(Path(__file__).resolve().parents[2] / "suites" / "nightly.yml")
+    assert name == "nightly" and len(cases) == 21
+    assert {c[1]["nemesis"] for c in cases} >= {"none", "partition", "kill", "pause"}
