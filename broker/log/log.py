@@ -52,15 +52,16 @@ class Log:
         self.recovery_point = 0  # everything below is fsynced
         self._unflushed_messages = 0
         self._last_flush = time.monotonic()
+        self._new_entries: set[Path] = set()  # directories with entries not yet fsynced
 
     # -- opening -------------------------------------------------------------
     @classmethod
     def open(cls, directory: Path, config: dict[str, Any], ledger: FsyncLedger, clean: bool) -> Log:
         created = not directory.exists()
         directory.mkdir(parents=True, exist_ok=True)
-        if created:
-            fsync_dir(directory.parent)
         self = cls(directory, config, ledger)
+        if created:
+            self._new_entries.add(directory.parent)
         self._load(clean)
         return self
 
@@ -92,7 +93,7 @@ class Log:
 
     def _new_segment(self, base: int) -> LogSegment:
         segment = LogSegment(self.directory, base, self.config["index.interval.bytes"], self.ledger)
-        fsync_dir(self.directory)
+        self._new_entries.add(self.directory)
         return segment
 
     def _rebuild_producer_state(self) -> None:
@@ -239,8 +240,15 @@ class Log:
             self.flush()
 
     def flush(self) -> None:
-        """fsyncs every segment holding data past the recovery point."""
-        for segment in self.segments[self._segment_index(self.recovery_point) :]:
+        """fsyncs every segment holding data past the recovery point, and the
+        directories whose new entries (segment files, this log's directory) are
+        not durable yet: deferred to here so that creating a topic costs no fsync."""
+        dirty = self.segments[self._segment_index(self.recovery_point) :]
+        if any(segment.dirty for segment in dirty):
+            for directory in sorted(self._new_entries, key=lambda d: len(d.parts), reverse=True):
+                fsync_dir(directory)
+            self._new_entries.clear()
+        for segment in dirty:
             segment.flush()
         self.recovery_point = self.next_offset
         self._unflushed_messages = 0

@@ -228,12 +228,15 @@ class ProducerStateManager:
         )
 
     def take_snapshot(self) -> None:
-        """Writes the state at ``map_end_offset`` durably; keeps the two newest."""
+        """Writes the state at ``map_end_offset`` durably; keeps the two newest.
+        Nothing to write for an empty log or when that snapshot exists already."""
+        path = self.directory / f"{file_stem(self.map_end_offset)}{SNAPSHOT_SUFFIX}"
+        if self.map_end_offset == 0 or path.exists():
+            return
         data = {
             "end_offset": self.map_end_offset,
             "producers": [e.to_json() for e in self.producers.values()],
         }
-        path = self.directory / f"{file_stem(self.map_end_offset)}{SNAPSHOT_SUFFIX}"
         self.ledger.write_atomically(path, json.dumps(data).encode())
         for old in self._snapshot_files()[:-2]:
             old.unlink()

@@ -33,6 +33,7 @@ class LogSegment:
         self.index_interval = index_interval
         created = not self.path.exists()
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.dirty = False  # appended to since the last fsync
         self.size = os.fstat(self._fd).st_size
         self.index = OffsetIndex(directory / f"{file_stem(base_offset)}.index", base_offset)
         self.txn_index = TransactionIndex(directory / f"{file_stem(base_offset)}.txnindex")
@@ -100,6 +101,7 @@ class LogSegment:
         """Appends already-stamped batches; ``headers`` give their relative positions."""
         start = self.size
         os.pwrite(self._fd, data, start)
+        self.dirty = True
         self.size += len(data)
         for pos, header in headers:
             self._maybe_index(header, start + pos)
@@ -159,7 +161,9 @@ class LogSegment:
         self.ledger.fsync_fd(self._fd, self.path)
 
     def flush(self) -> None:
-        self.ledger.fsync_fd(self._fd, self.path)
+        if self.dirty:
+            self.ledger.fsync_fd(self._fd, self.path)
+            self.dirty = False
         self.index.flush(self.ledger)
         self.txn_index.flush(self.ledger)
 
