@@ -3,7 +3,8 @@
 Mapping to jepka's model: keywords become strings (``:send`` → ``"send"``,
 ``:nemesis`` → ``"nemesis"``); op-level field names go from kebab-case to
 snake_case (``:rebalance-log`` → ``rebalance_log``) and back; sets become
-lists; a missing ``:index`` is the op's position. Writing turns strings that
+lists; a missing ``:index`` is the op's position; ops printed as Jepsen
+records (``#jepsen.history.Op{...}``) read as maps. Writing turns strings that
 read as identifiers back into keywords, so a jepka history survives
 JSONL → EDN → JSONL unchanged; op-level names that contain ``-`` in jepka
 are written as EDN string keys to stay distinct.
@@ -27,6 +28,9 @@ from checkers.history.flatten import FlatBuilder
 from checkers.history.op import Op
 
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_?!*+<>=.-]*")
+
+# Jepsen 0.3+ prints each op as a record: #jepsen.history.Op{:index 0, ...}
+edn_format.add_tag("jepsen.history.Op", lambda fields: fields)
 
 
 def _from_edn(x: Any) -> Any:
@@ -89,7 +93,7 @@ def read_edn_unpaired(path: str) -> pa.Table:
                 continue
             try:
                 forms = edn_format.loads_all(line)
-            except (edn_format.EDNDecodeError, ValueError, TypeError, AttributeError) as e:
+            except (ValueError, TypeError, AttributeError, NotImplementedError) as e:
                 raise HistoryError(path, n, f"malformed EDN: {e}") from None
             if not forms:
                 continue  # a comment

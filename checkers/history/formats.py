@@ -30,7 +30,7 @@ def format_from_extension(path: str) -> str | None:
 
 def detect_format(path: str) -> str:
     """The format of a history file: Parquet by its magic bytes, otherwise the
-    first non-blank character (``{`` JSON, ``{:`` or ``;`` EDN)."""
+    first non-blank character (``{`` JSON; ``{:``, ``#`` or ``;`` EDN)."""
     path = str(path)
     try:
         with open(path, "rb") as f:
@@ -40,7 +40,9 @@ def detect_format(path: str) -> str:
     if head.startswith(PARQUET_MAGIC):
         return "parquet"
     text = head.lstrip()
-    if text.startswith((b"{:", b";", b"[{:")) or (text.startswith(b"{") and b'"' not in text[:3]):
+    if text.startswith((b"{:", b";", b"#", b"[{:")) or (
+        text.startswith(b"{") and b'"' not in text[:3]
+    ):
         return "jepsen-edn"
     if text.startswith(b"{"):
         return "jsonl"

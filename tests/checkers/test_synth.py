@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,7 @@ from checkers.synth import FAULTS, generate, write_history
 from tests.checkers.history.reference_scan import anomalies
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
     st.integers(0, 2**32), st.integers(0, 150), st.integers(1, 6), st.integers(1, 10), st.booleans()
 )
@@ -27,8 +28,9 @@ def test_correct_histories_are_valid_and_clean(seed, n, processes, keys, txn) ->
     assert anomalies(ops) == set()
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.integers(0, 2**32), st.integers(0, 80), st.sampled_from(sorted(FAULTS)))
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**32), n=st.integers(0, 80))
 def test_each_fault_shows_in_the_data(seed, n, fault) -> None:
     ops = generate(seed, n, fault=fault)
     flatten(ops)  # still a well-formed history

@@ -99,6 +99,7 @@ def test_edn_errors(tmp_path: Path) -> None:
         (good + "\n{:type :ok :f :send", 2, "malformed EDN"),
         (good + "\n{:type :done, :f :send, :process 0, :time 2, :value nil}", 2, "unknown op type"),
         (good + "\n[1 2]", 2, "expected an op map"),
+        (good + "\n#unknown.Tag{:type :ok}", 2, "malformed EDN"),
         (good + "\n{:type :ok, :f :poll, :process 0, :time 2, :value nil}", 2, "has f 'send'"),
         (
             "; comment\n\n" + good.replace("[[:send 1 2]]", "[[:send :k 2]]"),
