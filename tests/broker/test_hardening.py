@@ -248,3 +248,22 @@ def test_port_in_use_exits_254(shared_broker: BrokerProcess, tmp_path: Path) -> 
         timeout=60,
     )
     assert result.returncode == 254 and "cannot listen" in result.stderr
+
+
+def test_trailing_bytes_after_a_request_are_tolerated(shared_broker: BrokerProcess) -> None:
+    client = WireClient(shared_broker.bootstrap)
+    try:
+        frame = client.encode(
+            3,
+            12,
+            {
+                "topics": None,
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
+        client.send_raw(frame + b"\x00\x00\x00")  # as librdkafka sends in an all-topics Metadata
+        response = client.recv_frame()
+        assert struct.unpack_from(">i", response)[0] == client.correlation
+    finally:
+        client.close()

@@ -160,3 +160,56 @@ def test_sigterm_is_a_clean_shutdown_and_restart_keeps_everything(start_broker) 
     assert (retry.error_code, retry.base_offset) == (ErrorCode.none, 0)
     assert produce(client, "calm", 0, make_batch([b"c"])).base_offset == 2
     client.close()
+
+
+def test_garbage_after_the_last_batch_is_cut_at_restart(start_broker) -> None:
+    broker: BrokerProcess = start_broker()
+    client = WireClient(broker.bootstrap)
+    assert create_topic(client, "torn").error_code == ErrorCode.none
+    for i in range(5):
+        produce(client, "torn", 0, make_batch([b"t%d" % i]))
+    client.close()
+    broker.kill()
+    segment = broker.data_dir / "torn-0" / "00000000000000000000.log"
+    with open(segment, "ab") as f:
+        f.write(make_batch([b"half-written"])[:40])
+    broker.start()
+    client = WireClient(broker.bootstrap)
+    assert produce(client, "torn", 0, make_batch([b"after"])).base_offset == 5
+    client.close()
+    assert "truncated a damaged tail" in (broker.data_dir / "broker.log").read_text()
+
+
+def test_retention_runs_in_the_broker_and_moves_the_log_start(start_broker) -> None:
+    broker: BrokerProcess = start_broker(
+        "segment.bytes=1024", "retention.bytes=2048", "log.retention.check.interval.ms=100"
+    )
+    client = WireClient(broker.bootstrap)
+    assert create_topic(client, "ret").error_code == ErrorCode.none
+    for i in range(60):
+        produce(client, "ret", 0, make_batch([b"%03d" % i + b"r" * 100]))
+    earliest = 0
+    deadline = time.monotonic() + 30
+    while earliest == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        response = client.request(
+            2,
+            7,
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": "ret",
+                        "partitions": [
+                            {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -2}
+                        ],
+                    }
+                ],
+            },
+        )
+        earliest = response.topics[0].partitions[0].offset
+    client.close()
+    assert 0 < earliest < 60
+    sizes = sum(p.stat().st_size for p in (broker.data_dir / "ret-0").glob("*.log"))
+    assert sizes < 2048 + 1024
