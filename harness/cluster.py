@@ -37,6 +37,7 @@ from harness.db.reference import ReferenceBroker
 from harness.net import iptables
 from nemesis.base import NemesisContext
 from nemesis.clock import set_offset
+from nemesis.roles import KafkaRoles
 from nemesis.targets import Roles
 
 BACKENDS = ("local", "docker", "ssh")
@@ -298,13 +299,16 @@ class Cluster:
 
     # --- faults ---------------------------------------------------------
     def nemesis_context(self, *, seed: int = 0, roles: Roles | None = None) -> NemesisContext:
+        """What nemeses need; roles (controller, leaders, coordinators) are
+        asked of the live cluster through a Kafka client unless given."""
+        rng = random.Random(seed)
         return NemesisContext(
             nodes=self.nodes,
             db=self.db,
             client_address=self.client_address,
-            roles=roles,
+            roles=roles or KafkaRoles(self.nodes, self.db.port, random.Random(f"{seed}:roles")),
             record=self.registry.add_fault,
-            rng=random.Random(seed),
+            rng=rng,
         )
 
     def heal(self, ready_timeout: float = 60.0) -> None:

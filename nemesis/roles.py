@@ -72,8 +72,15 @@ class KafkaRoles:
         self.port = port
         self.rng = rng or random.Random(0)
         self.timeout = timeout
-        bootstrap = ",".join(f"{n.address}:{port}" for n in self.nodes)
-        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self._admin: AdminClient | None = None
+
+    @property
+    def admin(self) -> AdminClient:
+        """Connects on first use, so a context that never asks costs nothing."""
+        if self._admin is None:
+            bootstrap = ",".join(f"{n.address}:{self.port}" for n in self.nodes)
+            self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+        return self._admin
 
     def _name(self, broker_id: int) -> str:
         for n in self.nodes:

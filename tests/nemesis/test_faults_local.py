@@ -226,10 +226,11 @@ def test_a_signalled_run_heals_on_its_way_out(cluster: Cluster) -> None:
 
 
 def test_isolate_coordinator_and_leader_with_live_roles(cluster: Cluster) -> None:
-    roles = KafkaRoles(cluster.nodes, cluster.db.port)
+    ctx = cluster.nemesis_context(seed=2)  # asks the live cluster by default
+    roles = ctx.roles
+    assert isinstance(roles, KafkaRoles)
     holder = roles.coordinator("group", "g-iso")
     assert holder in {n.name for n in cluster.nodes}
-    ctx = cluster.nemesis_context(seed=2, roles=roles)
     pkg = build("isolate-coordinator,isolate-leader", seed=2)
     done = pkg.nemesis.invoke(
         ctx, op("start-partition", {"kind": "isolate-coordinator", "group": "g-iso"})
@@ -237,8 +238,9 @@ def test_isolate_coordinator_and_leader_with_live_roles(cluster: Cluster) -> Non
     others = sorted({n.name for n in cluster.nodes} - {holder})
     assert done["value"]["grudge"][holder] == others
     pkg.nemesis.invoke(ctx, op("stop-partition"))
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic("lead", 1, 1)])["lead"].result(timeout=20)
+    for node in cluster.nodes:  # brokers are independent until replication: tell each
+        admin = AdminClient({"bootstrap.servers": f"{node.address}:{cluster.db.port}"})
+        admin.create_topics([NewTopic("lead", 1, 1)])["lead"].result(timeout=20)
     leader = roles.leader("lead", 0)
     done = pkg.nemesis.invoke(
         ctx, op("start-partition", {"kind": "isolate-leader", "topic": "lead", "partition": 0})
