@@ -193,8 +193,12 @@ def test_ctrl_c_stops_and_still_checks_what_was_recorded(tmp_path: Path) -> None
             proc.kill()
             proc.wait()
         broker.kill()
-    assert proc.returncode in (0, 2), out + err[-3000:]
-    assert "valid:" in out
+    # without final reads some sends may be unseen: any verdict, but a verdict
+    assert proc.returncode in (0, 1, 2), out + err[-3000:]
+    assert "valid:" in out and "Traceback" not in err
     run = (store / "latest").resolve()
     assert json.loads((run / "test.json").read_text())["status"] == "interrupted"
-    assert json.loads((run / "results.json").read_text())["valid"] in (True, "unknown")
+    results = json.loads((run / "results.json").read_text())
+    assert results["valid"] in (True, False, "unknown") and "error" not in results
+    ops = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    assert sum(o["type"] == "ok" for o in ops) >= 20
