@@ -52,6 +52,8 @@ def run(config: BrokerConfig) -> int:
             broker = Broker(config)
         except ValueError as e:  # unreadable metadata in the data dir
             raise ConfigError(str(e)) from None
+        except OSError as e:  # an unusable data dir (permissions, not a directory...)
+            raise ConfigError(f"--data-dir {config.data_dir}: {e}") from None
         await broker.run_until_stopped()
 
     asyncio.run(main())

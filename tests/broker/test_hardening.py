@@ -267,3 +267,24 @@ def test_trailing_bytes_after_a_request_are_tolerated(shared_broker: BrokerProce
         assert struct.unpack_from(">i", response)[0] == client.correlation
     finally:
         client.close()
+
+
+def test_unreadable_topic_metadata_exits_254(tmp_path: Path) -> None:
+    (tmp_path / "topics.json").write_text("{not json")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "--node-id",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 254 and "topics.json" in result.stderr
