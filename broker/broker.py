@@ -12,7 +12,7 @@ from typing import Any
 
 from broker.api.registry import SERVICES, load_handlers
 from broker.config import BrokerConfig, ConfigError
-from broker.log.ledger import FsyncLedger
+from broker.log.ledger import FsyncLedger, fsync_dir
 from broker.network.server import SocketServer
 from broker.server.replica_manager import ReplicaManager
 from broker.server.topics import TopicStore
@@ -48,7 +48,9 @@ class Broker:
     async def start(self) -> None:
         marker = self.config.data_dir / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
-        marker.unlink(missing_ok=True)
+        if clean:  # durably: a crash from here on must be recovered as unclean
+            marker.unlink()
+            fsync_dir(self.config.data_dir)
         self.replica_manager.open_all(clean)
         for name, factory in SERVICES.items():
             self.services[name] = factory(self)
