@@ -147,7 +147,9 @@ def run_test(
 ) -> RunResult:
     """Runs one test and analyses it; returns the stored run and its results."""
     from workloads.workload import build as build_workload
+    from workloads.workload import check_supported
 
+    check_supported(spec)
     state = state or RunState()
     run_dir = RunDir.create(spec.store, spec.test_name)
     state.run_dir = run_dir

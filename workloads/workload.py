@@ -42,11 +42,16 @@ class Workload:
     test_data: dict[str, Any]
 
 
-def build(spec: TestSpec, bootstrap: str) -> Workload:
+def check_supported(spec: TestSpec) -> None:
+    """Refuses, before anything starts, a workload this version cannot run."""
     if spec.workload not in SUPPORTED:
         raise SpecError(
             f"workload {spec.workload!r} is not available yet; use one of {', '.join(SUPPORTED)}"
         )
+
+
+def build(spec: TestSpec, bootstrap: str) -> Workload:
+    check_supported(spec)
     keys = all_keys(spec.key_count)
     txn = spec.workload == "txn"
     idempotent = spec.idempotence or spec.workload == "idempotence"
