@@ -1,7 +1,8 @@
 """Op generators for the queue-family workloads (Jepsen's ``tests/kafka.clj``).
 
 * :class:`QueueOps` — seeded random sends and polls, grouped into
-  transactions of up to ``max_txn_length`` micro-ops (Jepsen's txn rewrite of
+  transactions of up to ``max_txn_length`` micro-ops (outside transactions:
+  a single poll or a batch of sends) (Jepsen's txn rewrite of
   list-append, then ``tag-rw``: ``f`` is ``send``/``poll`` when all micro-ops
   agree, else ``txn``); values are unique per key; now and then an op is
   replaced by a re-``assign``/``subscribe`` of random keys (interleave
@@ -109,8 +110,15 @@ class QueueOps(Generator):
         n, rand = rand.below(self.max_len)
         values = list(self.next_values)
         mops: list[list[Any]] = []
-        for _ in range(n + 1):
-            send, rand = rand.chance(0.5)
+        # Outside transactions an op is not atomic, so it never mixes sends
+        # and polls: it is one poll or a batch of sends.
+        batch_send = None
+        if not self.txn:
+            batch_send, rand = rand.chance(0.5)
+        for _ in range(n + 1 if batch_send is not False else 1):
+            send = batch_send
+            if send is None:
+                send, rand = rand.chance(0.5)
             if send:
                 i, rand = rand.below(len(self.keys))
                 mops.append(["send", self.keys[i], values[i]])

@@ -43,7 +43,8 @@ def ops_for(seed: int, n: int = 400, **kw: object) -> list[dict]:
 
 
 def test_values_are_unique_per_key() -> None:
-    sent = [(m[1], m[2]) for o in ops_for(1, max_len=4) for m in o["value"] if m[0] == "send"]
+    ops = ops_for(1, max_len=4, txn=True)
+    sent = [(m[1], m[2]) for o in ops for m in o["value"] if m[0] == "send"]
     assert len(sent) == len(set(sent)) > 100
     per_key = Counter(k for k, _ in sent)
     assert set(per_key) == set(KEYS)
@@ -53,6 +54,13 @@ def test_single_mop_queue_ops_are_tagged() -> None:
     ops = ops_for(2)
     assert {o["f"] for o in ops} == {"send", "poll"}
     assert all(len(o["value"]) == 1 for o in ops)
+
+
+def test_plain_ops_never_mix_sends_and_polls() -> None:
+    ops = ops_for(6, max_len=4)
+    assert {o["f"] for o in ops} == {"send", "poll"}
+    assert all(len(o["value"]) == 1 for o in ops if o["f"] == "poll")
+    assert max(len(o["value"]) for o in ops if o["f"] == "send") == 4
 
 
 def test_txn_ops_mix_and_abort_sometimes() -> None:
