@@ -84,6 +84,15 @@ def _edge(a: int, b: int, step: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _partition_label(v: Any) -> str:
+    """``["t", 0]`` or ``{"topic": "t", "partition": 0}`` → ``t/0``; else the value."""
+    if isinstance(v, list) and len(v) == 2:
+        return f"{v[0]}/{v[1]}"
+    if isinstance(v, Mapping) and {"topic", "partition"} <= set(v):
+        return f"{v['topic']}/{v['partition']}"
+    return short(v, 60)
+
+
 def _natural(k: str) -> tuple[int, int | str]:
     return (0, int(k)) if k.lstrip("-").isdigit() else (1, k)
 
@@ -120,7 +129,7 @@ def key_labels(pairs: Pairs, config: Mapping[str, Any]) -> dict[str, str]:
     for name in KEY_MAP_FIELDS:
         m = config.get(name)
         if isinstance(m, Mapping) and m:
-            return {str(k): short(v, 60) for k, v in m.items()}
+            return {str(k): _partition_label(v) for k, v in m.items()}
     keys = np.unique(pairs.flat.key[pairs.flat.has_key]).tolist()
     return {str(k): str(k) for k in keys}
 

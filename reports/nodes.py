@@ -22,7 +22,18 @@ CLASSES = (
     ("isr", re.compile(r"\bisr\b|shrink|expand", re.I)),
     ("leader", re.compile(r"leader|become|epoch", re.I)),
 )
+LOG_SUFFIXES = frozenset({".log", ".stdout", ".stderr", ".out", ".err", ".txt"})
+SEGMENT = re.compile(r"^\d{20}\.log$")
 TIMESTAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?)")
+
+
+def _is_text_log(path: Path) -> bool:
+    """Broker logs (``*.log``, ``*.stdout``, ...), not Kafka log segments, which are
+    also called ``*.log`` but are binary and named by their base offset."""
+    if not path.is_file() or path.suffix not in LOG_SUFFIXES or SEGMENT.match(path.name):
+        return False
+    with path.open("rb") as f:
+        return b"\0" not in f.read(4096)
 
 
 def node_events(run_dir: Path) -> dict[str, Any]:
@@ -34,7 +45,7 @@ def node_events(run_dir: Path) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     truncated = False
     for node in nodes:
-        for log in sorted((root / node).rglob("*.log")):
+        for log in sorted(p for p in (root / node).rglob("*") if _is_text_log(p)):
             with log.open(errors="replace") as f:
                 read = 0
                 for lineno, line in enumerate(f, 1):
