@@ -1,0 +1,67 @@
+"""Runs a ``RaftClient`` on an asyncio event loop with the real monotonic clock: the
+client stays a synchronous state machine, the driver feeds it delivered messages
+as they arrive and polls its timers every tick, then gives the owner (the controller)
+its own tick. A socket transport hands inbound envelopes to ``deliver``."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Callable
+
+from broker.raft.client import RaftClient
+from broker.raft.messages import Envelope
+
+
+class MonotonicClock:
+    def now_ms(self) -> int:
+        return time.monotonic_ns() // 1_000_000
+
+
+class RaftDriver:
+    """Stopping sets a flag and wakes the loop rather than cancelling the task, so a
+    stop can never be swallowed half-way through a wait."""
+
+    def __init__(
+        self, client: RaftClient, tick_ms: int = 10, on_tick: Callable[[], None] | None = None
+    ) -> None:
+        self.client = client
+        self.tick_ms = tick_ms
+        self.on_tick = on_tick
+        self._inbox: collections.deque[Envelope] = collections.deque()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+
+    def deliver(self, envelope: Envelope) -> None:
+        """Queue a message for the client; call from the driver's event loop."""
+        self._inbox.append(envelope)
+        self._wake.set()
+
+    def start(self) -> None:
+        self.client.start()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_tick = loop.time()
+        while not self._stopping:
+            timer = loop.call_at(next_tick, self._wake.set)
+            await self._wake.wait()
+            self._wake.clear()
+            timer.cancel()
+            while self._inbox and not self._stopping:
+                self.client.handle(self._inbox.popleft())
+            if loop.time() >= next_tick and not self._stopping:
+                self.client.poll()
+                if self.on_tick is not None:
+                    self.on_tick()
+                next_tick = max(next_tick + self.tick_ms / 1000, loop.time())
