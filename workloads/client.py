@@ -191,14 +191,33 @@ class QueueClient:
         except (KafkaException, BufferError, TimeoutError, ValueError) as e:
             error = classify(e)
         outcomes = self._fill_sends(op["value"], results, sends)
+        commit = None
         if self.consumer is not None and self.consumer.subscribed and error is None:
-            polled = _merged_polls(results)
-            if polled:
-                try:
-                    self.consumer.commit(polled)
-                except KafkaException as e:
-                    log.info("offset commit failed (reads stand): %s", e)
-        return completion(op, results, _combine(error, outcomes))
+            commit = self._commit(_merged_polls(results))
+        done = completion(op, results, _combine(error, outcomes))
+        if commit is not None:
+            done["commit"] = commit
+        return done
+
+    def _commit(self, polled: dict[int, list[list[int]]]) -> dict[str, Any] | None:
+        """Commits a group member's polled offsets (Jepsen's ``commitSync``);
+        returns what was committed and how it ended, for the group checks
+        (committed offsets never go backwards). The reads stand either way."""
+        assert self.consumer is not None
+        if not polled:
+            return None
+        record: dict[str, Any] = {
+            "offsets": {str(k): max(o for o, _ in recs) + 1 for k, recs in polled.items() if recs},
+            "member": self.consumer.member_id(),
+        }
+        try:
+            self.consumer.commit(polled)
+        except KafkaException as e:
+            outcome = classify(e)
+            record.update(type=outcome.type, error=outcome.error)
+        else:
+            record["type"] = "ok"
+        return record
 
     def _txn(self, op: OpDict) -> OpDict:
         """The op as one transaction: ok if the commit was acknowledged, fail

@@ -123,6 +123,13 @@ class KeyConsumer:
             if recs
         ]
 
+    def member_id(self) -> str | None:
+        """This consumer's group member id, when it has joined a group."""
+        try:
+            return self.consumer.memberid() or None
+        except (KafkaException, RuntimeError):
+            return None
+
     def commit(self, polled: dict[int, list[list[int]]]) -> None:
         offsets = self.next_offsets(polled)
         if offsets:

@@ -9,7 +9,11 @@ that reads everything back. ``test_data`` goes into the run's ``test.json``.
 * ``txn`` — transactions of up to ``max_txn_length`` mixed sends and polls
   that also commit the consumer's offsets, with intentional aborts;
 * ``idempotence`` — batches of sends from idempotent producers, with polls,
-  and no transactions: duplicates or reorders show a broken dedup.
+  and no transactions: duplicates or reorders show a broken dedup;
+* ``group`` — consumer-group churn: every consumer subscribes (and often
+  re-subscribes to random topics), commits what it polled, and records each
+  commit (``commit``: offsets, member, outcome) and each rebalance
+  (``rebalance_log``), the data the group checks need.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from workloads.generators import (
 )
 from workloads.keys import all_keys, key_map
 
-SUPPORTED = ("queue", "txn", "idempotence")
+SUPPORTED = ("queue", "txn", "idempotence", "group")
+GROUP_CHURN_P = 1 / 8  # least chance per op that a group member re-subscribes
 CRASH_INTERVAL_S = 10.0  # mean time between client crashes (--crash-clients)
 
 
@@ -65,18 +70,21 @@ def build(spec: TestSpec, bootstrap: str) -> Workload:
         replication_factor=spec.replication_factor,
         txn_id_prefix=f"jepka-{spec.test_name}-{spec.seed}",
     )
-    max_len = 1 if spec.workload == "queue" else spec.max_txn_length
+    max_len = 1 if spec.workload in ("queue", "group") else spec.max_txn_length
+    group = spec.workload == "group"
+    sub_via = ("subscribe",) if group else spec.sub_via
+    sub_p = max(spec.sub_p, GROUP_CHURN_P) if group else spec.sub_p
     ops = QueueOps(
         tuple(keys),
         Rand.derive(spec.seed, f"{spec.workload}/ops"),
         max_len=max_len,
         txn=txn,
         abort_p=spec.abort_p if txn else 0.0,
-        sub_p=spec.sub_p,
-        sub_via=spec.sub_via,
+        sub_p=sub_p,
+        sub_via=sub_via,
     )
     tracker = OffsetTracker()
-    main: GenLike = track_offsets(AssignNewProcesses(ops, keys, spec.sub_via[0]), tracker)
+    main: GenLike = track_offsets(AssignNewProcesses(ops, keys, sub_via[0]), tracker)
     if spec.crash_clients:
         crashes = stagger(CRASH_INTERVAL_S, repeat({"f": "crash"}), Rand.derive(spec.seed, "crash"))
         main = any_(main, crashes)

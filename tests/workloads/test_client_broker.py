@@ -120,3 +120,24 @@ def test_crash_op_ends_the_process(broker: Any) -> None:
         assert done["type"] == "info" and done["end_process"] is True
     finally:
         s.close()
+
+
+def test_group_members_record_rebalances_and_commits(broker: Any) -> None:
+    s = Session(config(broker.bootstrap, group_id="members"))
+    try:
+        assert s("send", [["send", 0, 1]])["type"] == "ok"
+        assert s("subscribe", [0, 1])["type"] == "ok"
+        log, commits = [], []
+        for _ in range(12):
+            done = s("poll", [["poll"]], poll_ms=1000)
+            assert done["type"] == "ok", done
+            log += done.get("rebalance_log", [])
+            if "commit" in done:
+                commits.append(done["commit"])
+            if commits:
+                break
+        assert {"type": "assigned", "keys": [0, 1]} in log
+        assert commits and commits[0]["type"] == "ok"
+        assert commits[0]["offsets"] == {"0": 1} and commits[0]["member"]
+    finally:
+        s.close()
