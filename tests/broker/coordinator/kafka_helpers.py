@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -65,3 +66,18 @@ def read_all(
 
 def values_of(records: list[Record]) -> list[str]:
     return [value.decode() for _, _, value in records]
+
+
+def poll_until(
+    consumers: list[Consumer], done: Callable[[], bool], seen: list[str], timeout: float = 60
+) -> None:
+    """Polls every consumer in turn (librdkafka rebalances inside poll) until ``done``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for consumer in consumers:
+            message = consumer.poll(0.05)
+            if message is not None and message.error() is None:
+                seen.append(message.value().decode())
+        if done():
+            return
+    raise AssertionError(f"timed out; consumed {len(seen)}")

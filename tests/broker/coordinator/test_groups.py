@@ -4,7 +4,6 @@ and kafka-python, unmodified settings."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, Producer
@@ -12,7 +11,7 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 from broker.launcher import BrokerProcess
-from tests.broker.coordinator.kafka_helpers import create_topic
+from tests.broker.coordinator.kafka_helpers import create_topic, poll_until
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration, pytest.mark.slow]
 TOPIC, PARTITIONS, GROUP = "work", 6, "workers"
@@ -23,21 +22,6 @@ def produce(bootstrap: str, values: list[str]) -> None:
     for i, value in enumerate(values):
         producer.produce(TOPIC, value=value.encode(), partition=i % PARTITIONS)
     assert producer.flush(30) == 0
-
-
-def poll_until(
-    consumers: list[Consumer], done: Callable[[], bool], seen: list[str], timeout: float = 60
-) -> None:
-    """Polls every consumer in turn (librdkafka rebalances inside poll) until ``done``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for consumer in consumers:
-            message = consumer.poll(0.05)
-            if message is not None and message.error() is None:
-                seen.append(message.value().decode())
-        if done():
-            return
-    raise AssertionError(f"timed out; consumed {len(seen)}")
 
 
 def owned(consumers: list[Consumer]) -> list[set[int]]:

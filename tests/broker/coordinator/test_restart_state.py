@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from confluent_kafka import Consumer, Producer
 from kio.schema.errors import ErrorCode
 
 from broker.launcher import BrokerProcess
+from tests.broker.coordinator import kafka_helpers
 from tests.broker.coordinator import wire_calls as w
 from tests.broker.coordinator.conftest import COORDINATOR_SETTINGS
 from tests.broker.coordinator.kafka_helpers import (
@@ -73,3 +75,49 @@ def test_sigkill_keeps_transactions_producer_ids_and_offsets(
         "open",
         "next",
     ]
+
+
+def test_a_stable_group_carries_on_across_a_broker_crash(
+    start_broker: Callable[..., BrokerProcess],
+) -> None:
+    broker = start_broker(*COORDINATOR_SETTINGS)
+    bs = broker.bootstrap
+    kafka_helpers.create_topic(bs, "live", 4)
+    config = {
+        "bootstrap.servers": bs,
+        "group.id": "live",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
+    consumers = [Consumer(config) for _ in range(2)]
+    try:
+        for consumer in consumers:
+            consumer.subscribe(["live"])
+        kafka_helpers.poll_until(
+            consumers, lambda: all(len(c.assignment()) == 2 for c in consumers), []
+        )
+        first = [f"f{i}" for i in range(20)]
+        send(bs, "live", first)
+        seen: list[str] = []
+        kafka_helpers.poll_until(consumers, lambda: len(seen) >= 20, seen)
+        for consumer in consumers:
+            consumer.commit(asynchronous=False)
+
+        broker.kill()
+        broker.start()  # same port; the group comes back Stable from __consumer_offsets
+        second = [f"s{i}" for i in range(20)]
+        send(bs, "live", second)
+        after: list[str] = []
+        kafka_helpers.poll_until(consumers, lambda: len(after) >= 20, after)
+        assert sorted(seen) == sorted(first)
+        assert sorted(after) == sorted(second)  # nothing committed was read again
+    finally:
+        for consumer in consumers:
+            consumer.close()
+
+
+def send(bootstrap: str, topic: str, values: list[str]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), partition=i % 4)
+    assert producer.flush(30) == 0
