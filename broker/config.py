@@ -95,6 +95,7 @@ BROKER_KEYS: dict[str, Key] = {
     "advertised.host": Key(_str, ""),
     "cluster.id": Key(_str, "jepka-reference-cluster"),
     "socket.request.max.bytes": Key(_int, 100 * 1024 * 1024, 1024),
+    "connections.max.idle.ms": Key(_int, 600_000, 1),
     "log.retention.check.interval.ms": Key(_int, 300_000, 1),
     "log.flush.scheduler.interval.ms": Key(_int, 1000, 1),
     "offsets.topic.num.partitions": Key(_int, 50, 1),

@@ -5,7 +5,8 @@ time and responses go out in request order; the socket is not read while a
 request is being handled, so a fast client is slowed by TCP back-pressure
 instead of growing the broker's memory. Frames larger than
 ``socket.request.max.bytes`` or that cannot be parsed close the connection
-(logged); unsupported API versions are answered by ApiVersions with
+(logged), and so are connections idle for ``connections.max.idle.ms``;
+unsupported API versions are answered by ApiVersions with
 UNSUPPORTED_VERSION and otherwise close the connection, as Kafka does.
 """
 
@@ -66,7 +67,13 @@ class Connection:
             self.writer.close()
 
     async def _read_frame(self) -> bytes:
-        (size,) = SIZE.unpack(await self.reader.readexactly(SIZE.size))
+        idle_ms = self.broker.config["connections.max.idle.ms"]
+        try:
+            prefix = await asyncio.wait_for(self.reader.readexactly(SIZE.size), idle_ms / 1000)
+        except TimeoutError:
+            log.info("connection %s: idle for %d ms; closing", self.peer, idle_ms)
+            raise ConnectionClosed from None
+        (size,) = SIZE.unpack(prefix)
         limit = self.broker.config["socket.request.max.bytes"]
         if size < 0 or size > limit:
             log.warning(

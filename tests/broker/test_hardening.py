@@ -288,3 +288,25 @@ def test_unreadable_topic_metadata_exits_254(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 254 and "topics.json" in result.stderr
+
+
+def test_idle_connections_are_closed(start_broker) -> None:
+    broker = start_broker("connections.max.idle.ms=200")
+    client = WireClient(broker.bootstrap, timeout=30)
+    try:
+        with pytest.raises(ConnectionError):
+            client.recv_frame()  # nothing sent: the broker hangs up, not the 30 s timeout
+    finally:
+        client.close()
+    assert_healthy_broker_answers(broker)
+
+
+def assert_healthy_broker_answers(broker: BrokerProcess) -> None:
+    client = WireClient(broker.bootstrap)
+    try:
+        response = client.request(
+            18, 3, {"client_software_name": "t", "client_software_version": "1"}
+        )
+        assert response.error_code == ErrorCode.none
+    finally:
+        client.close()
