@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from broker.raft.client import RaftClient, RaftConfig, RaftListener
 from broker.raft.file_quorum_store import MemoryQuorumStateStore
 from broker.raft.memory_log import MemoryLog
-from broker.raft.messages import Envelope
+from broker.raft.messages import Envelope, VoteResponse
 from broker.raft.protocols import EntryKind, LogEntry, ReplicatedLog, Snapshot
 from broker.raft.quorum_state import Role
 
@@ -46,10 +46,21 @@ class Network:
     max_delay_ms: int = 30
     blocked: set[tuple[int, int]] = field(default_factory=set)
     down: set[int] = field(default_factory=set)
+    votes: dict[tuple[int, int], int] = field(default_factory=dict)
     _queue: list[tuple[int, int, Envelope]] = field(default_factory=list)
     _seq: int = 0
 
     def send(self, envelope: Envelope) -> None:
+        body = envelope.body
+        if isinstance(body, VoteResponse) and body.vote_granted:
+            # SingleVote: a voter grants one candidate per epoch, even across restarts.
+            voter = (envelope.source, body.leader_epoch)
+            chosen = self.votes.setdefault(voter, envelope.destination)
+            if chosen != envelope.destination:
+                raise InvariantViolation(
+                    f"node {voter[0]} voted for {chosen} and {envelope.destination} "
+                    f"in epoch {voter[1]}"
+                )
         if self._cut(envelope) or self.rng.random() < self.drop_rate:
             return
         delay = self.rng.randint(self.min_delay_ms, self.max_delay_ms)

@@ -3,11 +3,17 @@ follower behind the log start, graceful resignation, restart of a whole cluster.
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
+
 import pytest
 
-from broker.raft.client import NotLeaderError
+from broker.raft.client import NotLeaderError, RaftClient
+from broker.raft.file_log import FileLog
+from broker.raft.file_quorum_store import FileQuorumStateStore
+from broker.raft.messages import Envelope, VoteRequest, VoteResponse
 from broker.raft.quorum_state import Role
-from broker.raft.simulation import SimCluster
+from broker.raft.simulation import SimCluster, VirtualClock
 from tests.broker.raft.test_simulation import wait_for_convergence
 
 
@@ -65,3 +71,45 @@ def test_whole_cluster_restart_keeps_committed_data() -> None:
     wait_for_convergence(cluster)
     assert all(cluster.committed[o] == e for o, e in committed.items())
     cluster.check_nothing_committed_lost()
+
+
+class Outbox:
+    def __init__(self) -> None:
+        self.sent: list[Envelope] = []
+
+    def send(self, envelope: Envelope) -> None:
+        self.sent.append(envelope)
+
+
+def test_a_restarted_voter_never_votes_twice_in_one_epoch(tmp_path: Path) -> None:
+    clock = VirtualClock()
+    voters = frozenset({1, 2, 3})
+
+    def boot() -> tuple[RaftClient, Outbox]:
+        outbox = Outbox()
+        client = RaftClient(
+            1,
+            voters,
+            FileLog(tmp_path / "log"),
+            FileQuorumStateStore(tmp_path / "quorum-state"),
+            outbox,
+            clock,
+            random.Random(1),
+        )
+        client.start()
+        return client, outbox
+
+    def ask(client: RaftClient, outbox: Outbox, candidate: int) -> bool:
+        client.handle(Envelope(candidate, 1, candidate, VoteRequest(5, candidate, 0, 0)))
+        body = outbox.sent[-1].body
+        assert isinstance(body, VoteResponse)
+        return body.vote_granted
+
+    client, outbox = boot()
+    assert ask(client, outbox, 2)
+    assert ask(client, outbox, 2), "the same candidate may ask again"
+    assert not ask(client, outbox, 3)
+    client, outbox = boot()  # crash and restart: the vote was persisted
+    assert client.role is Role.VOTED
+    assert not ask(client, outbox, 3)
+    assert ask(client, outbox, 2)

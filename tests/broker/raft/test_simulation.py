@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from broker.raft.file_log import FileLog
 from broker.raft.quorum_state import Role
@@ -16,10 +18,14 @@ from broker.raft.simulation import TICK_MS, InvariantViolation, SimCluster
 LIVENESS_BOUND_MS = 15_000
 
 
-def inject_fault(cluster: SimCluster, rng: random.Random) -> str:
+FAULTS = ["isolate", "split", "one-way", "drop", "crash", "restart", "heal", "slow"]
+
+
+def inject_fault(cluster: SimCluster, rng: random.Random, kind: str | None = None) -> str:
+    """Apply ``kind`` (or a random fault), choosing its victims with ``rng``."""
     ids = sorted(cluster.ids)
     crashed = [i for i in ids if cluster.nodes[i].client is None]
-    kind = rng.choice(["isolate", "split", "one-way", "drop", "crash", "restart", "heal", "slow"])
+    kind = kind or rng.choice(FAULTS)
     if kind == "isolate":
         victim = rng.choice(ids)
         cluster.network.partition([{victim}, set(ids) - {victim}])
@@ -100,6 +106,38 @@ def test_five_voters_stay_safe_and_live_under_chaos(seed: int) -> None:
     cluster = SimCluster(5, seed)
     run_chaos(cluster, seed)
     assert max(cluster.epochs.values()) > 3
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    voters=st.sampled_from([3, 5]),
+    schedule=st.lists(
+        st.tuples(st.sampled_from(FAULTS), st.integers(0, 2**16), st.integers(50, 1500)),
+        min_size=1,
+        max_size=25,
+    ),
+)
+def test_generated_fault_schedules_keep_the_invariants(
+    voters: int, schedule: list[tuple[str, int, int]]
+) -> None:
+    """Hypothesis draws whole schedules (fault, victim choice, time until the next);
+    a failure shrinks to the shortest schedule that breaks an invariant."""
+    cluster = SimCluster(voters, seed=len(schedule))
+    load = random.Random(voters)
+    for kind, choice, gap_ms in schedule:
+        inject_fault(cluster, random.Random(choice), kind)
+        for _ in range(gap_ms // TICK_MS):
+            if load.random() < 0.3:
+                cluster.append_value()
+            cluster.step()
+    heal_all(cluster)
+    wait_for_convergence(cluster)
+    cluster.check_nothing_committed_lost()
 
 
 def test_chaos_over_file_logs_with_recovery(tmp_path: Path) -> None:
