@@ -130,8 +130,7 @@ class QuorumController:
 
     # -- operations ----------------------------------------------------------------------
     def register_broker(self, request: BrokerRegistrationRequest) -> Future[object]:
-        now = self.clock.now_ms()
-        return self._run(lambda image, nxt: self.cluster.register(image, request, nxt, now))
+        return self._run(functools.partial(self._register, request=request))
 
     def broker_heartbeat(self, request: BrokerHeartbeatRequest) -> Future[object]:
         return self._run(lambda image, _nxt: self._heartbeat(image, request))
@@ -177,6 +176,17 @@ class QuorumController:
             return ControllerResult(records, BrokerHeartbeatResponse(code, True))
         unfenced = [record, *self.replication.handle_broker_unfenced(image, request.broker_id)]
         return ControllerResult(unfenced, BrokerHeartbeatResponse(code, False))
+
+    def _register(
+        self, image: MetadataImage, next_offset: int, request: BrokerRegistrationRequest
+    ) -> ControllerResult:
+        """A broker registering again starts fenced under a new epoch, so whatever it
+        led or was in sync for under the old epoch is handed on first."""
+        result = self.cluster.register(image, request, next_offset, self.clock.now_ms())
+        if not result.records or request.broker_id not in image.brokers:
+            return result
+        moved = self.replication.handle_broker_fenced(image, request.broker_id)
+        return ControllerResult([*result.records, *moved], result.response)
 
     def _fence(self, image: MetadataImage, _next_offset: int, broker_id: int) -> ControllerResult:
         registration = image.brokers.get(broker_id)

@@ -11,7 +11,10 @@ from kio.schema.errors import ErrorCode
 
 from broker.controller.quorum_controller import NotControllerError
 from broker.controller.requests import (
+    AlterPartitionRequest,
     BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
     CreatableTopic,
     CreatableTopicResult,
     ProducerIdsResponse,
@@ -170,3 +173,49 @@ def test_restarted_controller_rebuilds_the_same_image_from_snapshot_and_log() ->
     reference = images[cluster.wait_active().node_id]
     assert dict(images[follower].topics) == dict(reference.topics)
     assert dict(images[follower].brokers) == dict(reference.brokers)
+
+
+def test_reregistration_fences_the_old_epoch_and_moves_its_leaderships() -> None:
+    cluster = ready_cluster(3, seed=9)
+    active = cluster.wait_active()
+    cluster.wait(active.create_topics([CreatableTopic("t", 6, 3)]))
+    old_epoch = active.loader.image.brokers[2].broker_epoch
+    again = cluster.wait(active.register_broker(BrokerRegistrationRequest(2, "inc-2", "h", 9092)))
+    assert isinstance(again, BrokerRegistrationResponse) and again.broker_epoch > old_epoch
+    image = active.loader.image
+    assert image.brokers[2].fenced
+    topic = image.topic("t")
+    assert topic is not None
+    assert all(r.leader != 2 and 2 not in r.isr for r in topic.partitions.values())
+    stale = cluster.wait(active.broker_heartbeat(BrokerHeartbeatRequest(2, old_epoch, 10**6)))
+    assert stale.error_code is ErrorCode.stale_broker_epoch  # type: ignore[attr-defined]
+    cluster.brokers[2].epoch = again.broker_epoch
+    cluster.run_for(1000)
+    assert not cluster.wait_active().loader.image.brokers[2].fenced
+
+
+@pytest.mark.parametrize("unclean", ["false", "true"])
+def test_losing_the_whole_isr_honours_unclean_leader_election(unclean: str) -> None:
+    cluster = ready_cluster(3, seed=10)
+    active = cluster.wait_active()
+    configs = {"unclean.leader.election.enable": unclean}
+    cluster.wait(active.create_topics([CreatableTopic("t", 1, 3, configs)]))
+    topic = active.loader.image.topic("t")
+    assert topic is not None
+    reg = topic.partitions[0]
+    leader = reg.leader
+    epoch = active.loader.image.brokers[leader].broker_epoch
+    shrink = AlterPartitionRequest(leader, epoch, topic.topic_id, 0, 0, 0, (leader,))
+    assert cluster.wait(active.alter_partition(shrink)).error_code is ErrorCode.none  # type: ignore[attr-defined]
+    cluster.brokers[leader].alive = False
+    cluster.run_for(cluster.controller_config.session_timeout_ms + 1000)
+    after = cluster.wait_active().loader.image.partition(topic.topic_id, 0)
+    assert after is not None
+    if unclean == "false":
+        assert (after.leader, after.isr) == (-1, (leader,)), "must stay offline, not lose data"
+        cluster.brokers[leader].alive = True
+        cluster.run_for(1500)
+        back = cluster.wait_active().loader.image.partition(topic.topic_id, 0)
+        assert back is not None and back.leader == leader
+    else:
+        assert after.leader not in (-1, leader) and after.isr == (after.leader,)
