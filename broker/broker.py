@@ -61,18 +61,13 @@ class Broker:
             raise ConfigError(
                 f"cannot listen on {self.config.host}:{self.config.port}: {e}"
             ) from None
+        periodic = [
+            ("log.flush.scheduler.interval.ms", self.replica_manager.flush_stale),
+            ("log.retention.check.interval.ms", self.replica_manager.apply_retention),
+            ("log.cleaner.backoff.ms", self.replica_manager.compact_logs),
+        ]
         self._tasks = [
-            asyncio.create_task(
-                self._every(
-                    self.config["log.flush.scheduler.interval.ms"], self.replica_manager.flush_stale
-                )
-            ),
-            asyncio.create_task(
-                self._every(
-                    self.config["log.retention.check.interval.ms"],
-                    self.replica_manager.apply_retention,
-                )
-            ),
+            asyncio.create_task(self._every(self.config[key], action)) for key, action in periodic
         ]
 
     async def _every(self, interval_ms: int, action: Any) -> None:

@@ -63,6 +63,7 @@ TOPIC_KEYS: dict[str, Key] = {
     "index.interval.bytes": Key(_int, 4096, 0, True),
     "retention.ms": Key(_int, 7 * 24 * 3600 * 1000, -1, True),
     "retention.bytes": Key(_int, -1, -1, True),
+    "delete.retention.ms": Key(_int, 24 * 3600 * 1000, 0, True),
     "flush.messages": Key(_int, LONG_MAX, 1, True),
     "flush.ms": Key(_int, LONG_MAX, 0, True),
     "cleanup.policy": Key(
@@ -98,6 +99,7 @@ BROKER_KEYS: dict[str, Key] = {
     "connections.max.idle.ms": Key(_int, 600_000, 1),
     "log.retention.check.interval.ms": Key(_int, 300_000, 1),
     "log.flush.scheduler.interval.ms": Key(_int, 1000, 1),
+    "log.cleaner.backoff.ms": Key(_int, 15_000, 1),
     "offsets.topic.num.partitions": Key(_int, 50, 1),
     "offsets.topic.replication.factor": Key(_int, 3, 1),
     "transaction.state.log.num.partitions": Key(_int, 50, 1),

@@ -27,6 +27,7 @@ from broker.log.batch import (
     iter_batches,
     stamp,
 )
+from broker.log.cleaner import Cleaner, CleanStats
 from broker.log.ledger import FsyncLedger, fsync_dir
 from broker.log.producer_state import CompletedTxn, ProducerStateManager
 from broker.log.segment import LogSegment
@@ -347,6 +348,29 @@ class Log:
         if deleted:
             fsync_dir(self.directory)
         return deleted
+
+    def compact(self, now_ms: int, upper: int) -> CleanStats:
+        """One compaction pass (``cleanup.policy`` with ``compact``) over the
+        segments wholly below ``upper`` (the HW) and the first open transaction."""
+        stats = CleanStats()
+        if "compact" not in self.config["cleanup.policy"]:
+            return stats
+        unstable = self.producer_state.first_unstable_offset()
+        limit = min(upper, self.segments[-1].base_offset, upper if unstable is None else unstable)
+        cleanable = [s for s in self.segments[:-1] if s.next_offset <= limit]
+        if not cleanable:
+            return stats
+        aborted = self.aborted_transactions(self.log_start_offset, limit)
+        cleaner = Cleaner(cleanable, aborted, now_ms, self.config["delete.retention.ms"])
+        cleaner.build_map()
+        for segment in cleanable:
+            stats.bytes_before += segment.size
+            data = cleaner.clean_segment(segment, stats)
+            if data is not None:
+                segment.replace(data)
+                stats.segments += 1
+            stats.bytes_after += segment.size
+        return stats
 
     def truncate_to(self, offset: int) -> None:
         """Removes every batch at or after ``offset`` (for replication's truncation)."""

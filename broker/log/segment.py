@@ -13,7 +13,7 @@ from pathlib import Path
 
 from broker.log.batch import HEADER_SIZE, BatchHeader, CorruptBatch, check_batch, parse_header
 from broker.log.index import CorruptIndex, OffsetIndex
-from broker.log.ledger import FsyncLedger
+from broker.log.ledger import FsyncLedger, fsync_dir
 from broker.log.txn_index import TransactionIndex
 
 READ_CHUNK = 1 << 20
@@ -153,6 +153,26 @@ class LogSegment:
             self.truncate_to_position(found[0])
             self.next_offset = max(self.base_offset, offset)
         self.txn_index.truncate_to(offset)
+
+    def replace(self, data: bytes) -> None:
+        """Swaps in new contents (a compacted copy) atomically and durably, then
+        rebuilds the index; offsets and the end offset must be unchanged."""
+        cleaned = self.path.with_name(self.path.name + ".cleaned")
+        fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(cleaned, self.path)
+        fsync_dir(self.path.parent)
+        self.ledger.record(self.path, len(data))
+        os.close(self._fd)
+        self._fd = os.open(self.path, os.O_RDWR)
+        self.size = len(data)
+        self.dirty = False
+        self.max_timestamp = -1
+        self.load(validate=True)
 
     def truncate_to_position(self, pos: int) -> None:
         os.ftruncate(self._fd, pos)

@@ -265,6 +265,25 @@ class ReplicaManager:
         for partition in self.partitions.values():
             partition.log.flush_if_stale()
 
+    def compact_logs(self) -> int:
+        """One compaction pass over every compacted log; returns records removed."""
+        now_ms = int(time.time() * 1000)
+        removed = 0
+        for partition in self.partitions.values():
+            stats = partition.log.compact(now_ms, partition.high_watermark)
+            if stats.segments:
+                log.info(
+                    "compacted %s-%d: %d segment(s), %d record(s) removed, %d -> %d bytes",
+                    partition.topic,
+                    partition.index,
+                    stats.segments,
+                    stats.records_removed,
+                    stats.bytes_before,
+                    stats.bytes_after,
+                )
+            removed += stats.records_removed
+        return removed
+
     def apply_retention(self) -> int:
         """Deletes expired segments and expires idle producers; returns segments deleted."""
         now_ms = int(time.time() * 1000)

@@ -179,3 +179,35 @@ def test_kafka_python_produce_and_consume(broker: BrokerProcess, codec: str) -> 
             break
     consumer.close()
     assert sorted(values) == sorted(b"kp-%d" % i for i in range(500))
+
+
+def test_compacted_topic_read_by_a_real_consumer(start_broker) -> None:
+    broker = start_broker("log.cleaner.backoff.ms=200")
+    create(broker.bootstrap, "compact", 1, cleanup_policy="compact", segment_bytes="2048")
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    expected: dict[bytes, bytes] = {}
+    for i in range(300):
+        key, value = b"key-%d" % (i % 5), b"value-%03d-" % i + b"c" * 40
+        expected[key] = value
+        producer.produce("compact", value, key=key)
+        producer.flush(10)  # one batch per record, so batches can go
+    log_text = ""
+    deadline = time.monotonic() + 30
+    while "compacted compact-0" not in log_text and time.monotonic() < deadline:
+        time.sleep(0.2)
+        log_text = (broker.data_dir / "broker.log").read_text()
+    assert "compacted compact-0" in log_text
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused"})
+    consumer.assign([TopicPartition("compact", 0, 0)])
+    seen: dict[bytes, bytes] = {}
+    count, last_offset = 0, -1
+    deadline = time.monotonic() + 30
+    try:
+        while last_offset < 299 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                seen[msg.key()] = msg.value()
+                count, last_offset = count + 1, msg.offset()
+    finally:
+        consumer.close()
+    assert last_offset == 299 and seen == expected and count < 300
