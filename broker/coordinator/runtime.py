@@ -154,7 +154,8 @@ class CoordinatorRuntime(Generic[S]):
                     await asyncio.sleep(0)  # keep serving other requests while loading
         except (CorruptBatch, ValueError) as exc:
             # A shard that cannot be rebuilt must not serve half a state.
-            del self._slots[partition]
+            if self._slots.get(partition) is slot:
+                del self._slots[partition]
             raise ValueError(f"{self.topic}-{partition} after offset {offset}: {exc}") from exc
         if self._slots.get(partition) is slot:
             slot.status = ShardStatus.ACTIVE
