@@ -38,12 +38,16 @@ same history.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterator
 from typing import Any
 
 from checkers.history.faults import FAULTS, inject
+from checkers.history.formats import format_from_extension, read_flat
 from checkers.history.op import Op
+from checkers.history.parquet import write_parquet
+from checkers.history.writers import write_ops
 
 __all__ = ["FAULTS", "Simulation", "generate", "inject", "iter_ops", "write_history"]
 
@@ -262,10 +266,18 @@ def generate(seed: int, n_ops: int, *, fault: str | None = None, **options: Any)
 
 
 def write_history(path: str, seed: int, n_ops: int, fmt: str | None = None, **options: Any) -> int:
-    """Streams a valid history straight to ``path`` (``jsonl`` or ``parquet``,
-    from the extension unless ``fmt`` says); returns the number of lines."""
-    from checkers.history.formats import format_from_extension
-    from checkers.history.writers import write_ops
-
+    """Streams a valid history straight to ``path`` (``jsonl``, ``parquet`` or
+    ``jepsen-edn``, from the extension unless ``fmt`` says); returns the number
+    of lines. Parquet goes through a temporary JSONL file, so the flattening
+    runs in one process per core while generation stays sequential."""
     fmt = fmt or format_from_extension(path) or "jsonl"
-    return write_ops(iter_ops(seed, n_ops, **options), path, fmt)
+    if fmt != "parquet":
+        return write_ops(iter_ops(seed, n_ops, **options), path, fmt)
+    staging = f"{path}.jsonl.tmp"
+    try:
+        n = write_ops(iter_ops(seed, n_ops, **options), staging, "jsonl")
+        write_parquet(read_flat(staging, "jsonl"), path)
+    finally:
+        if os.path.exists(staging):
+            os.remove(staging)
+    return n
