@@ -94,7 +94,9 @@ class ClusterSpec:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClusterSpec:
-        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        fields: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in data.items()
+        }
         try:
             return cls(**fields).validate()
         except TypeError as e:

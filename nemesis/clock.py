@@ -65,7 +65,8 @@ class Clock:
             flips = 0
             deadline = time.monotonic() + duration
             while time.monotonic() < deadline:
-                on_nodes(nodes, lambda n, k=flips: set_offset(n, delta if k % 2 == 0 else 0))
+                offset = delta if flips % 2 == 0 else 0.0
+                on_nodes(nodes, lambda n: set_offset(n, offset))  # noqa: B023 (used at once)
                 flips += 1
                 time.sleep(period)
             on_nodes(nodes, lambda n: set_offset(n, 0))
