@@ -35,6 +35,7 @@ from harness.workers import STOP, ClientWorker, NemesisWorker, spawn
 log = logging.getLogger(__name__)
 
 PENDING_WAIT_S = 0.001
+MAX_WAIT_S = 0.1
 
 
 @dataclass
@@ -133,7 +134,7 @@ class Interpreter:
                 if r is None and counts.in_flight == 0:
                     return
                 try:
-                    item = completions.get(timeout=PENDING_WAIT_S if r is PENDING else 0.1)
+                    item = completions.get(timeout=PENDING_WAIT_S if r is PENDING else MAX_WAIT_S)
                 except queue.Empty:
                     continue
                 ctx, gen = self._complete(ctx, gen, item)
@@ -141,10 +142,12 @@ class Interpreter:
             o, nxt = r  # type: ignore[misc]
             wait = o["time"] - ctx.time
             if wait > 0:
+                # wait in short slices, so a stop request is noticed promptly
                 try:
-                    item = completions.get(timeout=wait / 1e9)
+                    item = completions.get(timeout=min(wait / 1e9, MAX_WAIT_S))
                 except queue.Empty:
-                    pass
+                    if o["time"] > self.now():
+                        continue
                 else:  # something finished first: handle it, then ask again
                     ctx, gen = self._complete(ctx, gen, item)
                     continue

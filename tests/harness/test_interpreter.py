@@ -182,3 +182,21 @@ def test_same_seed_same_schedule() -> None:
 
     assert schedule(5) == schedule(5)
     assert schedule(5) != schedule(6)
+
+
+def test_stop_is_noticed_while_waiting_for_a_far_future_op() -> None:
+    history: list[dict] = []
+    far = g.map_ops(lambda o: {**o, "time": 3600 * 10**9}, g.once({"f": "later"}))
+    it = Interpreter(
+        {},
+        g.on_clients([{"f": "now"}, far]),
+        client=NoopClient(),
+        nemesis=NoopNemesis(),
+        concurrency=1,
+        journal=history.append,
+    )
+    threading.Timer(0.2, it.stop.set).start()
+    done = threading.Event()
+    threading.Thread(target=lambda: (it.run(), done.set()), daemon=True).start()
+    assert done.wait(10), "the interpreter kept waiting after stop"
+    assert [o["f"] for o in history] == ["now", "now"]
