@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import random
 import signal
+import socket
 import sys
 import threading
 import time
@@ -39,6 +41,8 @@ from nemesis.base import NemesisContext
 from nemesis.clock import set_offset
 from nemesis.roles import KafkaRoles
 from nemesis.targets import Roles
+
+log = logging.getLogger(__name__)
 
 BACKENDS = ("local", "docker", "ssh")
 DBS = ("reference", "kafka")
@@ -239,14 +243,23 @@ class Cluster:
         store: str | os.PathLike[str] = "store",
         ready_timeout: float = 60.0,
         build_image: bool = False,
+        owned: bool = True,
     ) -> Cluster:
-        """Cleans up any leftover of a cluster of the same name, then builds
-        the nodes, starts the brokers and waits until they answer."""
+        """Cleans up what dead runs left (any cluster of the same name, and
+        owned clusters whose owner process is gone), then builds the nodes,
+        starts the brokers and waits until they answer.
+
+        An `owned` cluster belongs to this process: if the process dies
+        without `down()`, the next `up` in the same store removes it. The
+        command line makes unowned clusters, which live until `jepka cluster
+        down`."""
         spec.validate()
+        reap_orphans(store)
         registry = Registry(store, spec.name)
         if registry.load() is not None:
             cls.attach(spec.name, store).down()
-        registry.save({"spec": spec.to_json(), "state": {}, "faults": []})
+        owner = process_identity(os.getpid()) if owned else None
+        registry.save({"spec": spec.to_json(), "state": {}, "faults": [], "owner": owner})
         cluster = cls(spec, store, {})
         try:
             cluster._create(build_image)
@@ -401,6 +414,37 @@ class Cluster:
                 except Exception:  # a log that was never written is not an error
                     continue
         return got
+
+
+def process_identity(pid: int) -> dict[str, Any] | None:
+    """A process as (host, pid, start time), which a reused pid cannot match."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    start = stat.rsplit(")", 1)[1].split()[19]
+    return {"host": socket.gethostname(), "pid": pid, "start": start}
+
+
+def reap_orphans(store: str | os.PathLike[str]) -> list[str]:
+    """Removes owned clusters whose owner process on this host is gone (a
+    run that was SIGKILLed or lost power); returns their names."""
+    reaped = []
+    for name in all_registered(store):
+        try:
+            owner = (Registry(store, name).load() or {}).get("owner")
+        except ClusterError:
+            continue
+        if not owner or owner.get("host") != socket.gethostname():
+            continue
+        if process_identity(int(owner["pid"])) == owner:
+            continue
+        try:
+            Cluster.attach(name, store).down()
+            reaped.append(name)
+        except Exception as e:  # one broken record must not block a new run
+            log.warning("could not remove orphaned cluster %s: %s", name, e)
+    return reaped
 
 
 def _exit_on_signal(signum: int, frame: Any) -> None:

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.action == "up":
-        cluster = Cluster.up(spec_from_args(args), args.store, build_image=args.build)
+        cluster = Cluster.up(spec_from_args(args), args.store, build_image=args.build, owned=False)
         spec = cluster.spec
         print(f"cluster {spec.name} up ({spec.backend}); bootstrap: {cluster.bootstrap}")
         return ExitCode.VALID

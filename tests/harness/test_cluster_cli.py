@@ -82,3 +82,40 @@ def test_cluster_cli_bad_input_exits_254(tmp_path: Path) -> None:
     (tmp_path / ".faults" / "junk.json").write_text("{not json")
     bad = jepka("heal", "--name", "junk", "--store", str(tmp_path))
     assert bad.returncode == 254 and "unreadable leftover registry" in bad.stderr
+
+
+OWNER = """
+import sys, time
+from harness.cluster import Cluster, ClusterSpec
+from nemesis.package import build
+cluster = Cluster.up(ClusterSpec(name=sys.argv[1], nodes=2), sys.argv[2])
+build("partition", seed=1).nemesis.invoke(
+    cluster.nemesis_context(), {"process": "nemesis", "f": "start-partition", "value": "one"})
+print(cluster.state["tag"], flush=True)
+time.sleep(300)
+"""
+
+
+def test_the_next_start_removes_what_a_killed_run_left(tmp_path: Path) -> None:
+    reason = netns_available()
+    if reason:
+        pytest.skip(reason)
+    store = str(tmp_path / "store")
+    dead, fresh = f"k{uuid.uuid4().hex[:8]}", f"f{uuid.uuid4().hex[:8]}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", OWNER, dead, store], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        tag = proc.stdout.readline().strip()
+        assert tag and leftovers(tag)
+    finally:
+        proc.kill()  # SIGKILL: no heal, no teardown
+        proc.wait(30)
+    assert Registry(store, dead).load() is not None
+    cluster = Cluster.up(ClusterSpec(name=fresh, nodes=1), store)
+    try:
+        assert Registry(store, dead).load() is None
+        assert leftovers(tag) == []
+    finally:
+        cluster.down()
