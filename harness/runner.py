@@ -90,6 +90,8 @@ def cluster_phase(spec: TestSpec, run_dir: RunDir, state: RunState) -> Iterator[
         db=spec.db,
         bugs=tuple(spec.bug),
         broker_overrides=overrides,
+        hosts=tuple(spec.hosts),
+        kafka_home=spec.kafka_home or None,
     )
     cluster = Cluster.up(cspec, store=spec.store)
     try:

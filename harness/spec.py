@@ -99,6 +99,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("name", str, "", "test name (default: workload-nemesis)"),
     Option("store", str, "store", "run directory root"),
     Option("bootstrap", str, "", "host:port,... of an existing cluster to use instead"),
+    Option("hosts", str, [], "machines for --cluster ssh, comma-separated", is_list=True),
+    Option("kafka_home", str, "", "Apache Kafka's install directory on each node (--db kafka)"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 KIND_NAMES: dict[Callable[[Any], Any], str] = {
@@ -141,6 +143,8 @@ class TestSpec:
     name: str
     store: str
     bootstrap: str
+    hosts: tuple[str, ...]
+    kafka_home: str
 
     @property
     def faults(self) -> tuple[str, ...]:
