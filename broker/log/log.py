@@ -54,6 +54,7 @@ class Log:
         self._unflushed_messages = 0
         self._last_flush = time.monotonic()
         self._new_entries: set[Path] = set()  # directories with entries not yet fsynced
+        self._cleaned_to = 0  # end of the range the last compaction pass covered
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -358,8 +359,9 @@ class Log:
         unstable = self.producer_state.first_unstable_offset()
         limit = min(upper, self.segments[-1].base_offset, upper if unstable is None else unstable)
         cleanable = [s for s in self.segments[:-1] if s.next_offset <= limit]
-        if not cleanable:
-            return stats
+        if not cleanable or cleanable[-1].next_offset <= self._cleaned_to:
+            return stats  # nothing new became cleanable since the last pass
+        self._cleaned_to = cleanable[-1].next_offset
         aborted = self.aborted_transactions(self.log_start_offset, limit)
         cleaner = Cleaner(cleanable, aborted, now_ms, self.config["delete.retention.ms"])
         cleaner.build_map()
