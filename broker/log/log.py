@@ -386,5 +386,6 @@ class Log:
         else:
             self.segments[-1].truncate_to(offset)
         self.recovery_point = min(self.recovery_point, offset)
+        self._cleaned_to = min(self._cleaned_to, offset)
         self.producer_state.truncate_and_reload(offset)
         self._rebuild_producer_state()
