@@ -198,3 +198,20 @@ def test_timestamp_lookup_inside_compressed_batches(tmp_path: Path, ledger: Fsyn
     assert log.offset_for_timestamp(3005) == (25, 3005)
     assert log.offset_for_timestamp(5000) is None
     assert log.max_timestamp() == (39, 4009)
+
+
+def test_truncate_to_rewinds_data_producer_state_and_aborts(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    log = open_log(tmp_path, ledger, segment_bytes=300)
+    for seq in range(0, 8, 2):  # offsets 0..7 from producer 4
+        log.append(bytearray(make_batch([b"a" * 40, b"b" * 40], 4, 0, seq)), 0)
+    log.append(bytearray(make_batch([b"t"], 6, 0, 0, transactional=True)), 0)  # offset 8
+    log.append_marker(6, 0, commit=False, coordinator_epoch=0, leader_epoch=0)  # offset 9
+    assert len(log.segments) > 2 and log.aborted_transactions(0, 10)
+    log.truncate_to(4)
+    assert log.next_offset == 4 and [o for o, _ in values_of(log)] == [0, 1, 2, 3]
+    assert log.aborted_transactions(0, 10) == []
+    again = log.append(bytearray(make_batch([b"a" * 40, b"b" * 40], 4, 0, 4)), 0)
+    assert (again.duplicate, again.first_offset) == (False, 4)  # seq 4 is new again
+    assert log.append(bytearray(make_batch([b"a" * 40, b"b" * 40], 4, 0, 4)), 0).duplicate
