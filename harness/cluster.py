@@ -338,6 +338,11 @@ class Cluster:
                 self.db.start(node, self.nodes)
             self.db.wait_ready(node, ready_timeout)
 
+        if self.spec.backend == "docker":  # a stopped container comes back first
+            docker_backend.up(
+                self.state["project"], self.state["compose_file"], self._compose_env()
+            )
+            self.nodes = self._make_nodes()
         on_nodes(self.nodes, heal_node)
         self.registry.update(faults=[])
 

@@ -99,6 +99,8 @@ def test_compose_cluster_survives_a_fault_schedule(tmp_path: Path) -> None:
         assert n2.run("cat /data/broker.pid").out.strip() != pid
         assert process_state(n2) in ("S", "R")
 
+        stopped = cluster.nodes[0].remote.container  # type: ignore[attr-defined]
+        subprocess.run(["docker", "stop", "-t", "1", stopped], check=True, capture_output=True)
         cluster.heal()
         assert connection_matrix(cluster.nodes, cluster.db.port) == set()
         for node in cluster.nodes:
