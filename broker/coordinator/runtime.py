@@ -56,6 +56,18 @@ class CoordinatorLog(Protocol):
         ...
 
 
+# What a failed append to an internal partition means to the coordinator's
+# client, as Kafka's coordinators translate it: retry elsewhere or later.
+APPEND_ERRORS = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+}
+
+
 class CoordinatorShard(Protocol):
     """One partition's state machine, rebuilt from that partition's records."""
 
@@ -202,9 +214,19 @@ class CoordinatorRuntime(Generic[S]):
         producer_id: int = NO_PRODUCER_ID,
         producer_epoch: int = -1,
     ) -> int:
-        """Appends ``records`` as one batch; the caller applies them after this returns."""
+        """Appends ``records`` as one batch; the caller applies them after this returns.
+
+        Append failures become the coordinator errors clients retry on
+        (``APPEND_ERRORS``); others, such as a fenced producer epoch, pass through."""
         if partition not in self._slots:
             raise KafkaError(ErrorCode.not_coordinator)
         batch = build_batch(records, producer_id, producer_epoch)
-        result = await self._log.append_records(self.topic, partition, batch, -1, False)
+        try:
+            result = await self._log.append_records(self.topic, partition, batch, -1, False)
+        except KafkaError as exc:
+            if exc.code in APPEND_ERRORS:
+                raise KafkaError(
+                    APPEND_ERRORS[exc.code], f"{self.topic}-{partition}: {exc}"
+                ) from exc
+            raise
         return result.first_offset

@@ -148,3 +148,22 @@ async def resized(data_dir: Path) -> None:
 
 def test_a_changed_partition_count_keeps_keys_on_their_existing_partitions(tmp_path: Path) -> None:
     asyncio.run(asyncio.wait_for(resized(tmp_path), 30))
+
+
+async def unwritable(data_dir: Path) -> None:
+    # One broker cannot satisfy min.insync.replicas=2: every acks=-1 append fails.
+    broker, service = await open_broker(data_dir, [*SETTINGS, "min.insync.replicas=2"])
+    with pytest.raises(KafkaError) as info:
+        await service.group.commit_offsets(
+            "g", -1, "", None, {("t", 0): CommittedOffset(1, -1, "", 0)}
+        )
+    assert info.value.code == ErrorCode.coordinator_not_available
+    with pytest.raises(KafkaError) as info:
+        await service.txn.init_producer_id("tx", 60_000, -1, -1)
+    assert info.value.code == ErrorCode.coordinator_not_available
+    assert service.group.fetch_offsets("g", None, require_stable=False) == {}
+    await close_broker(broker, service)
+
+
+def test_failed_internal_appends_become_retriable_coordinator_errors(tmp_path: Path) -> None:
+    asyncio.run(asyncio.wait_for(unwritable(tmp_path), 30))
