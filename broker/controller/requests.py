@@ -16,7 +16,6 @@ class ControllerConfig:
     session_timeout_ms: int = 9000
     default_replication_factor: int = 3
     default_partitions: int = 1
-    min_insync_replicas: int = 2
     unclean_leader_election: bool = False
     producer_id_block_size: int = 1000
     snapshot_every_records: int = 1000
