@@ -13,6 +13,7 @@ from typing import Any
 from broker.api.registry import SERVICES, load_handlers
 from broker.config import BrokerConfig, ConfigError
 from broker.log.ledger import FsyncLedger, fsync_dir
+from broker.network.metrics import RequestMetrics
 from broker.network.server import SocketServer
 from broker.server.replica_manager import ReplicaManager
 from broker.server.topics import TopicStore
@@ -31,6 +32,7 @@ class Broker:
         self.replica_manager = ReplicaManager(config, self.ledger, self.topics)
         self.services: dict[str, Any] = {}
         self.server = SocketServer(self)
+        self.request_metrics = RequestMetrics()
         self.port = config.port
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
@@ -81,6 +83,8 @@ class Broker:
     async def stop(self) -> None:
         """Clean shutdown: stop listening, stop services, flush and close logs."""
         await self.server.stop()
+        for line in self.request_metrics.summary():
+            log.info(line)
         for task in self._tasks:
             task.cancel()
         for service in reversed(list(self.services.values())):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from typing import TYPE_CHECKING
 
 from broker.api.registry import RequestContext
@@ -104,6 +105,7 @@ class Connection:
         ctx = RequestContext(
             self.broker, api_key, version, correlation_id, client_id, self.peer.rsplit(":", 1)[0]
         )
+        started = time.perf_counter()
         try:
             data = await spec.handle(ctx, request)
         except KafkaError as e:
@@ -111,9 +113,13 @@ class Connection:
                 "connection %s: API %d v%d refused: %s; closing", self.peer, api_key, version, e
             )
             raise ConnectionClosed from None
-        if data is None:
-            return None
-        return encode_response(api_key, correlation_id, build_response(api_key, version, data))
+        response = (
+            None
+            if data is None
+            else encode_response(api_key, correlation_id, build_response(api_key, version, data))
+        )
+        self.broker.request_metrics.record(api_key, time.perf_counter() - started)
+        return response
 
     def _unsupported_api_versions(self, correlation_id: int) -> bytes:
         """ApiVersions v0 with UNSUPPORTED_VERSION and our ranges, so the client retries."""

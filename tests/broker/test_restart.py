@@ -152,7 +152,8 @@ def test_sigterm_is_a_clean_shutdown_and_restart_keeps_everything(start_broker) 
     client.close()
     assert broker.stop() == 0
     assert (broker.data_dir / ".clean_shutdown").exists()
-    assert "stopped" in (broker.data_dir / "broker.log").read_text()
+    log_text = (broker.data_dir / "broker.log").read_text()
+    assert "stopped" in log_text and "request times produce: n=1 " in log_text
     broker.start()
     assert not (broker.data_dir / ".clean_shutdown").exists()
     client = WireClient(broker.bootstrap)
