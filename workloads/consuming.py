@@ -29,8 +29,9 @@ FIRST_OFFSET = 0
 class KeyConsumer:
     """One process's consumer."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], start: int = FIRST_OFFSET) -> None:
         self.consumer = Consumer(config)
+        self.start = start  # where newly assigned keys begin (unless from the beginning)
         self.assigned: list[int] = []
         self.subscribed = False
         self.first_polled: dict[int, int] = {}
@@ -52,7 +53,7 @@ class KeyConsumer:
         # thing without asking a group coordinator. Offset 0 *is* the
         # beginning of jepka's fresh topics and needs no ListOffsets round
         # trip; were the log start later, auto.offset.reset=earliest applies.
-        start = FIRST_OFFSET
+        start = FIRST_OFFSET if from_beginning else self.start
         if self.subscribed:
             self.consumer.unsubscribe()
             self.subscribed = False

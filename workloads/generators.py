@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from harness.generator import (
@@ -138,12 +139,17 @@ class QueueOps(Generator):
 
 
 class AssignNewProcesses(Generator):
-    """Before a process's first op from ``gen``, an op putting it on every key."""
+    """Before a process's first op from ``gen``, an op putting it on its keys:
+    ``keys`` itself, or ``keys(process)`` (no op when that is empty)."""
 
     __slots__ = ("done", "gen", "keys", "via")
 
     def __init__(
-        self, gen: Generator | None, keys: list[int], via: str, done: frozenset[Any] = frozenset()
+        self,
+        gen: Generator | None,
+        keys: list[int] | Callable[[Any], list[int]],
+        via: str,
+        done: frozenset[Any] = frozenset(),
     ) -> None:
         self.gen, self.keys, self.via, self.done = gen, keys, via, done
 
@@ -152,19 +158,22 @@ class AssignNewProcesses(Generator):
             return None
         process = ctx.some_free_process()
         if process is not None and process not in self.done:
-            o = {
-                "type": "invoke",
-                "process": process,
-                "time": ctx.time,
-                "f": self.via,
-                "value": list(self.keys),
-            }
-            return o, AssignNewProcesses(self.gen, self.keys, self.via, self.done | {process})
+            keys = self.keys(process) if callable(self.keys) else list(self.keys)
+            if keys:
+                o = {
+                    "type": "invoke",
+                    "process": process,
+                    "time": ctx.time,
+                    "f": self.via,
+                    "value": keys,
+                }
+                return o, AssignNewProcesses(self.gen, self.keys, self.via, self.done | {process})
         r = self.gen.op(test, ctx)
         if r is None or r is PENDING:
             return r
         o, nxt = r  # type: ignore[misc]
-        return o, AssignNewProcesses(nxt, self.keys, self.via, self.done)
+        done = self.done | {o["process"]} if o["process"] not in self.done else self.done
+        return o, AssignNewProcesses(nxt, self.keys, self.via, done)
 
     def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
         if self.gen is None:

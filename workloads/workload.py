@@ -10,6 +10,7 @@ that reads everything back. ``test_data`` goes into the run's ``test.json``.
   that also commit the consumer's offsets, with intentional aborts;
 * ``idempotence`` — batches of sends from idempotent producers, with polls,
   and no transactions: duplicates or reorders show a broken dedup;
+* ``eos`` — a consume-transform-produce copier (see ``workloads.eos``);
 * ``group`` — consumer-group churn: every consumer subscribes (and often
   re-subscribes to random topics), commits what it polled, and records each
   commit (``commit``: offsets, member, outcome) and each rebalance
@@ -23,6 +24,7 @@ from typing import Any
 
 from harness.generator import GenLike, Rand, any_, on_clients, repeat, stagger
 from harness.spec import SpecError, TestSpec
+from workloads import eos
 from workloads.client import ClientConfig, QueueClient
 from workloads.generators import (
     AssignNewProcesses,
@@ -33,7 +35,7 @@ from workloads.generators import (
 )
 from workloads.keys import all_keys, key_map
 
-SUPPORTED = ("queue", "txn", "idempotence", "group")
+SUPPORTED = ("queue", "txn", "idempotence", "group", "eos")
 GROUP_CHURN_P = 1 / 8  # least chance per op that a group member re-subscribes
 CRASH_INTERVAL_S = 10.0  # mean time between client crashes (--crash-clients)
 
@@ -57,6 +59,8 @@ def check_supported(spec: TestSpec) -> None:
 
 def build(spec: TestSpec, bootstrap: str) -> Workload:
     check_supported(spec)
+    if spec.workload == "eos":
+        return _build_eos(spec, bootstrap)
     keys = all_keys(spec.key_count)
     txn = spec.workload == "txn"
     idempotent = spec.idempotence or spec.workload == "idempotence"
@@ -97,5 +101,37 @@ def build(spec: TestSpec, bootstrap: str) -> Workload:
             "keys": key_map(spec.key_count),
             "transactional": txn,
             "idempotence": idempotent,
+        },
+    )
+
+
+def _build_eos(spec: TestSpec, bootstrap: str) -> Workload:
+    inputs = all_keys(spec.key_count)
+    outputs = [k + len(inputs) for k in inputs]
+    config = ClientConfig(
+        bootstrap=bootstrap,
+        keys=tuple(inputs + outputs),
+        acks="all",
+        idempotence=True,
+        isolation_level="read_committed",
+        transactional=True,
+        replication_factor=spec.replication_factor,
+        group_id=f"jepka-eos-{spec.test_name}-{spec.seed}",
+        txn_id_prefix=f"jepka-{spec.test_name}-{spec.seed}",
+    )
+    tracker = OffsetTracker()
+    main, final = eos.generators(
+        inputs, outputs, spec.concurrency, Rand.derive(spec.seed, "eos/ops"), tracker
+    )
+    return Workload(
+        name="eos",
+        client=eos.EosClient(config, inputs, spec.concurrency),
+        generator=main,
+        final_generator=final,
+        test_data={
+            "keys": key_map(len(inputs) + len(outputs)),
+            "eos": {"inputs": inputs, "outputs": outputs, "copy": "output = input + n"},
+            "transactional": True,
+            "idempotence": True,
         },
     )

@@ -1,0 +1,203 @@
+"""The ``eos`` workload: a consume-transform-produce copier, exactly once.
+
+As in Kafka's own exactly-once system test, copiers read an input topic and
+write every record to an output topic inside transactions that also commit
+the consumed offsets. Input key ``k`` is copied to output key ``k + n``
+(``n`` input keys), keeping the value, so the output must equal the input as
+sets, with no duplicates and in input order per partition.
+
+Each client thread owns the input keys ``k`` with ``k mod concurrency ==
+thread``. Its transactional id belongs to the thread, not the process: when
+a process ends (an unknown outcome, a crash) the next one on the thread
+fences its predecessor on ``init_transactions`` and resumes from the
+committed offsets — the textbook way EOS survives a dead copier. Producers
+of input records run as single-send transactions on the same clients.
+
+A copy is recorded as a ``txn`` op whose invocation is ``[["poll"]]`` and
+whose completion lists the poll and then one ``["send", k + n, [offset,
+value]]`` per record copied, so the queue checks (duplicates, G1a, lost
+writes...) apply to the output as they do to any send.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import OFFSET_STORED, KafkaException, Producer
+
+from harness.generator import (
+    PENDING,
+    Context,
+    Generator,
+    OpResult,
+    Rand,
+    each_thread,
+    on_clients,
+    phases,
+)
+from workloads.client import ClientConfig, OpDict, QueueClient, completion
+from workloads.consuming import KeyConsumer
+from workloads.generators import AssignNewProcesses, OffsetTracker, final_polls, track_offsets
+from workloads.outcomes import Outcome, classify, is_abortable
+
+
+def owned_keys(inputs: list[int], concurrency: int, process: Any) -> list[int]:
+    """The input keys the thread of ``process`` copies."""
+    if not isinstance(process, int):
+        return []
+    return [k for k in inputs if k % concurrency == process % concurrency]
+
+
+class EosClient(QueueClient):
+    """A queue client whose producer is transactional per thread and whose
+    consumer resumes from committed offsets; adds the ``copy`` op."""
+
+    def __init__(
+        self, config: ClientConfig, inputs: list[int], concurrency: int, process: Any = None
+    ) -> None:
+        super().__init__(config, process)
+        self.inputs, self.concurrency = inputs, concurrency
+
+    def open(self, test: Any, node: str) -> EosClient:
+        return EosClient(self.config, self.inputs, self.concurrency)
+
+    def _connect(self, process: Any) -> None:
+        """The thread's transactional producer (fencing any predecessor) and a
+        consumer that starts where the thread's last commit left off."""
+        thread = process % self.concurrency
+        conf = {**self.config.producer_conf(f"copier-{thread}")}
+        self.producer = Producer(conf)
+        self.producer.init_transactions(self.config.op_timeout_s)
+        self.consumer = KeyConsumer(self.config.consumer_conf(), start=OFFSET_STORED)
+        self.process = process
+
+    def invoke(self, test: Any, op: OpDict) -> OpDict:
+        if self.producer is None:
+            try:
+                self._connect(op["process"])
+            except KafkaException as e:
+                return completion(op, op.get("value"), classify(e))
+        if op.get("copy"):
+            assert self.consumer is not None
+            self.consumer.begin_op()
+            done = self._copy(op)
+            if done["type"] != "ok":
+                self.consumer.rollback()
+            return done
+        return super().invoke(test, op)
+
+    def _copy(self, op: OpDict) -> OpDict:
+        assert self.producer is not None and self.consumer is not None
+        producer, timeout = self.producer, self.config.op_timeout_s
+        n = len(self.inputs)
+        results: list[Any] = []
+        cells: list[tuple[int, int, list[Any]]] = []
+        try:
+            producer.begin_transaction()
+            polled = self._poll(op)
+            results.append(["poll", polled])
+            for key in sorted(polled):
+                for _, value in polled[key]:
+                    cells.append((key + n, value, self._produce(["send", key + n, value])))
+            if polled:
+                producer.send_offsets_to_transaction(
+                    self.consumer.next_offsets(polled),
+                    self.consumer.consumer.consumer_group_metadata(),
+                    timeout,
+                )
+            producer.commit_transaction(timeout)
+        except (KafkaException, BufferError, TimeoutError, ValueError) as e:
+            outcome = classify(e)
+            if is_abortable(e):
+                outcome = self._abort(outcome.error)
+            elif outcome.type == "fail" and not outcome.end_process:
+                outcome = Outcome("info", outcome.error)
+            return completion(op, results + _sends(cells), outcome)
+        return completion(op, results + _sends(cells), None)
+
+
+def _sends(cells: list[tuple[int, int, list[Any]]]) -> list[list[Any]]:
+    return [["send", key, [cell[1], value]] for key, value, cell in cells]
+
+
+class EosOps(Generator):
+    """Half input sends (unique values per input key), half copies."""
+
+    __slots__ = ("inputs", "next_values", "rand")
+
+    def __init__(
+        self, inputs: tuple[int, ...], rand: Rand, next_values: tuple[int, ...] | None = None
+    ) -> None:
+        self.inputs, self.rand = inputs, rand
+        self.next_values = next_values or (1,) * len(inputs)
+
+    def op(self, test: Any, ctx: Context) -> OpResult:
+        process = ctx.some_free_process()
+        if process is None:
+            return PENDING
+        base = {"type": "invoke", "process": process, "time": ctx.time}
+        send, rand = self.rand.chance(0.5)
+        if not send:
+            return {**base, "f": "txn", "value": [["poll"]], "copy": True}, EosOps(
+                self.inputs, rand, self.next_values
+            )
+        i, rand = rand.below(len(self.inputs))
+        values = list(self.next_values)
+        o = {**base, "f": "send", "value": [["send", self.inputs[i], values[i]]]}
+        values[i] += 1
+        return o, EosOps(self.inputs, rand, tuple(values))
+
+
+class Drain(Generator):
+    """One thread copies until a copy comes back ok with nothing to copy."""
+
+    __slots__ = ("done",)
+
+    def __init__(self, done: bool = False) -> None:
+        self.done = done
+
+    def op(self, test: Any, ctx: Context) -> OpResult:
+        if self.done:
+            return None
+        process = ctx.some_free_process()
+        if process is None:
+            return PENDING
+        o = {
+            "type": "invoke",
+            "process": process,
+            "time": ctx.time,
+            "f": "txn",
+            "value": [["poll"]],
+            "copy": True,
+            "poll_ms": 1000,
+        }
+        return o, self
+
+    def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
+        if event.get("type") == "ok" and event.get("copy"):
+            first = (event.get("value") or [[]])[0]
+            polled = first[1] if len(first) == 2 and isinstance(first[1], dict) else {}
+            if not any(polled.values()):
+                return Drain(True)
+        return self
+
+
+def generators(
+    inputs: list[int], outputs: list[int], concurrency: int, rand: Rand, tracker: OffsetTracker
+) -> tuple[Generator, Generator | None]:
+    """(main generator, final generator) of the eos workload."""
+    main = track_offsets(
+        AssignNewProcesses(
+            EosOps(tuple(inputs), rand), lambda p: owned_keys(inputs, concurrency, p), "assign"
+        ),
+        tracker,
+    )
+    final = phases(
+        on_clients(
+            each_thread(
+                AssignNewProcesses(Drain(), lambda p: owned_keys(inputs, concurrency, p), "assign")
+            )
+        ),
+        on_clients(final_polls(inputs + outputs, tracker)),
+    )
+    return main, final
