@@ -14,8 +14,7 @@ from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
 from broker.launcher import BrokerProcess
-from broker.log.ledger import read_ledger
-from broker.server.topics import TOPICS_FILE
+from broker.log.ledger import LEDGER_NAME, read_ledger
 from tests.broker.batches import make_batch, read_values
 from tests.broker.test_clients import consume, create
 from tests.broker.wire import WireClient, create_topic, produce
@@ -24,13 +23,13 @@ pytestmark = [pytest.mark.broker, pytest.mark.integration, pytest.mark.slow]
 
 
 def lose_unfsynced(data_dir: Path) -> None:
-    """Truncates the storage layer's files (partition logs, indexes, snapshots,
-    topic metadata) to their last fsynced size; unrecorded files to 0 bytes."""
+    """What the lose-unfsynced fault does: every file but the ledger and the
+    broker's log is cut to its last fsynced size (unrecorded files to 0 bytes)."""
     synced = read_ledger(data_dir)
-    files = [data_dir / TOPICS_FILE, *(p for d in data_dir.glob("*-[0-9]*") for p in d.iterdir())]
-    for path in files:
+    for path in data_dir.rglob("*"):
         rel = path.relative_to(data_dir).as_posix()
-        os.truncate(path, min(path.stat().st_size, synced.get(rel, 0)))
+        if path.is_file() and rel not in (LEDGER_NAME, "broker.log"):
+            os.truncate(path, min(path.stat().st_size, synced.get(rel, 0)))
 
 
 @pytest.mark.parametrize("power_loss", [False, True])
