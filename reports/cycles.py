@@ -22,10 +22,14 @@ KEY_MAP_FIELDS = ("key_map", "keys", "topic_partitions", "partitions")
 
 
 def cycle_views(pairs: Pairs, results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every cycle instance of a cycle kind, with its ops and labelled edges."""
+    """Every cycle instance of a cycle kind, with its ops and labelled edges;
+    forbidden kinds first."""
     row_of = pairs.rows_of(instance_ops(results.get("anomalies") or {}))
     out = []
-    for kind, instances in (results.get("anomalies") or {}).items():
+    allowed = set(results.get("allowed") or ())
+    anomalies = results.get("anomalies") or {}
+    for kind in sorted(anomalies, key=lambda k: (k in allowed, k)):  # forbidden kinds first
+        instances = anomalies[kind]
         if not is_cycle(kind):
             continue
         for inst in list(instances or ())[:MAX_CYCLES]:

@@ -37,7 +37,9 @@ def anomaly_keys(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             for part in parts:
                 for name in ("offset", "offsets", "prev_offset"):
                     focus["offsets"].update(_flat_ints(part.get(name)))
-                for name in ("value", "values", "skipped", "prev_value"):
+                # the values in question: those skipped over, else those named
+                names = ("skipped",) if part.get("skipped") else ("value", "values")
+                for name in names:
                     focus["values"].update(_flat_values(part.get(name)))
             focus["ops"].update(instance_ops(inst))
     return dict(sorted(out.items(), key=lambda kv: -len(kv[1]["ops"]))[:MAX_KEYS])

@@ -1,8 +1,9 @@
 """Known histories and hand-derived results for the report tests.
 
-Each history is small enough to reason about by eye, and its results object
-lists exactly the anomalies that history contains, with op indices a reader
-can verify: the report must show those and nothing it invented.
+Each history is small enough to reason about by eye; its results are the
+real checker's, which list exactly the anomalies planted in it (checked by
+hand: see :func:`queue_history`). The report must show those and nothing it
+invented.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 MS = 1_000_000
+DATA = Path(__file__).parent / "data"
 
 
 class HistoryBuilder:
@@ -53,9 +55,11 @@ class HistoryBuilder:
 
 
 def queue_history(lose: bool) -> tuple[HistoryBuilder, dict[str, int]]:
-    """Process 0 sends values 1..6 to key 0 (offsets 0..5); process 1 polls them.
-    With ``lose``, value 3 (offset 2) is acknowledged but the poll skips it, and
-    two txns form a real-time cycle. Returns the builder and notable op indices."""
+    """Process 0 sends values 1..6 to key 0 (offsets 0..5); process 1 polls them;
+    txns C and D form a G0 write cycle (allowed). With ``lose``, value 3 (offset
+    2) is acknowledged but the poll skips it (lost-write, unseen, int-poll-skip)
+    and txn A reads what txn B sends although A completes before B begins
+    (G1c-realtime). Returns the builder and notable op indices."""
     h = HistoryBuilder()
     marks: dict[str, int] = {}
     h.op("nemesis", "invoke", "start-partition", "majority")
@@ -97,100 +101,25 @@ def queue_history(lose: bool) -> tuple[HistoryBuilder, dict[str, int]]:
     return h, marks
 
 
-def _ref(h: HistoryBuilder, index: int) -> dict[str, Any]:
-    """An op reference as the checker writes one."""
-    o = h.ops[index]
-    return {k: o[k] for k in ("index", "process", "time", "type", "f")}
+def queue_results(lose: bool) -> dict[str, Any]:
+    """The real checker's result for :func:`queue_history` (``checkers.check`` on
+    it, stored: the Spark checker takes minutes on a loaded machine). Rewrite
+    them with :func:`regenerate` when the result format changes."""
+    return json.loads((DATA / f"queue-{'invalid' if lose else 'valid'}.results.json").read_text())
 
 
-def queue_results(lose: bool, h: HistoryBuilder, marks: dict[str, int]) -> dict[str, Any]:
-    """The checker's verdict on :func:`queue_history`, derived by hand, in the
-    checker's result format."""
-    a, b, c, d = (_ref(h, marks[f"txn-{x}"]) for x in "abcd")
-    g0 = {
-        "kind": "G0",
-        "pure_wr": False,
-        "needs_ww": True,
-        "component_size": 2,
-        "steps": [
-            {"from": c, "to": d, "rel": "ww", "key": 4, "v1": 20, "v2": 22, "o1": 0, "o2": 1},
-            {"from": d, "to": c, "rel": "ww", "key": 5, "v1": 23, "v2": 21, "o1": 0, "o2": 1},
-        ],
-        "explanation": f"Let T1 = op {c['index']}, T2 = op {d['index']}: a G0 cycle.",
-    }
-    base = {
-        "allowed": ["G0"],
-        "allowed_why": {"G0": "write cycles are normal in Kafka's transaction model"},
-    }
-    if not lose:
-        return {
-            **base,
-            "valid": True,
-            "anomalies": {"G0": [g0]},
-            "stats": {
-                "ops": 38,
-                "anomaly_counts": {"G0": 1},
-                "graph": {"nodes": 12},
-                "unseen_series": [
-                    {"time": 0, "unseen": {"0": 0}},
-                    {"time": 50 * MS, "unseen": {"0": 2, "4": 1}},
-                    {"time": 90 * MS, "unseen": {"0": 0, "4": 0}},
-                ],
-                "realtime_lag": {
-                    "worst": {
-                        "lag": 3 * MS,
-                        "key": 0,
-                        "op": {"index": marks["poll"], "process": 1},
-                    },
-                    "by_key": {"0": 3 * MS},
-                    "by_process": {"1": 3 * MS},
-                    "series": [{"time": 60 * MS, "lag": 3 * MS}],
-                },
-            },
-            "timings": {"total": 1.5},
-        }
-    writer, poll = _ref(h, marks["send-3"]), _ref(h, marks["poll"])
-    return {
-        **base,
-        "valid": False,
-        "anomalies": {
-            "lost-write": [
-                {
-                    "key": 0,
-                    "value": 3,
-                    "offset": 2,
-                    "writer": writer,
-                    "max_read": poll,
-                    "max_offset": 5,
-                    "explanation": f"op {writer['index']} (process 0) sent 3 to key 0 "
-                    f"at offset 2; op {poll['index']} (process 1) polled "
-                    "key 0 up to offset 5 but no OK poll ever saw 3.",
-                }
-            ],
-            "G1c-realtime": [
-                {
-                    "kind": "G1c-realtime",
-                    "pure_wr": True,
-                    "needs_ww": False,
-                    "component_size": 2,
-                    "steps": [
-                        {"from": a, "to": b, "rel": "realtime"},
-                        {"from": b, "to": a, "rel": "wr", "key": 3, "value": 8},
-                    ],
-                    "explanation": f"Let T1 = op {a['index']}, T2 = op {b['index']}. T1 completed "
-                    "before T2 began; T1 polled 8 from key 3, which T2 sent: so T1 "
-                    "precedes itself, a G1c-realtime cycle.",
-                }
-            ],
-            "G0": [g0],
-        },
-        "stats": {
-            "ops": 38,
-            "anomaly_counts": {"lost-write": 1, "G1c-realtime": 1, "G0": 1},
-            "graph": {"nodes": 12},
-        },
-        "timings": {"total": 2.0, "lost-write": 0.25},
-    }
+def regenerate() -> None:
+    """``.venv/bin/python -c 'from tests.reports.conftest import regenerate; regenerate()'``"""
+    import tempfile
+
+    from checkers import check
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for lose in (False, True):
+            path = Path(tmp) / "history.jsonl"
+            queue_history(lose)[0].write(path)
+            out = DATA / f"queue-{'invalid' if lose else 'valid'}.results.json"
+            out.write_text(json.dumps(check(str(path)), indent=1) + "\n")
 
 
 @pytest.fixture
@@ -202,9 +131,8 @@ def make_run(tmp_path: Path) -> Callable[..., Path]:
     ) -> Path:
         run = tmp_path / "store" / name / stamp
         run.mkdir(parents=True)
-        h, marks = queue_history(lose)
-        h.write(run / "history.jsonl")
-        (run / "results.json").write_text(json.dumps(queue_results(lose, h, marks)))
+        queue_history(lose)[0].write(run / "history.jsonl")
+        (run / "results.json").write_text(json.dumps(queue_results(lose)))
         (run / "test.json").write_text(
             json.dumps(
                 {

@@ -12,6 +12,7 @@ import pytest
 from harness.cli import main
 from reports import RunError, write_report
 from reports.anomalies import MAX_ROWS
+from reports.render import LAG_STATS, _first_series, _lag_summary
 from tests.reports.conftest import HistoryBuilder
 
 BLOB = re.compile(r'<script type="application/json" id="data">(.*?)</script>', re.S)
@@ -30,7 +31,13 @@ def test_report_of_an_invalid_run(make_run) -> None:
     assert not re.search(r"<(script|link|img)[^>]*\b(src|href)=", page)  # nothing external
     data = blob(written.report)
     assert data["verdict"] is False
-    assert [s["kind"] for s in data["sections"]] == ["G1c-realtime", "lost-write", "G0"]
+    assert [s["kind"] for s in data["sections"]] == [
+        "G1c-realtime",
+        "int-poll-skip",
+        "lost-write",
+        "unseen",
+        "G0",
+    ]
     assert data["orders"][0]["key"] == "0"
     assert [c["kind"] for c in data["cycles"]] == ["G1c-realtime", "G0"]
     assert data["linear"]["keys"][3] == {"key": "3", "label": "jepka-1/1", "violations": [0]}
@@ -43,9 +50,27 @@ def test_report_of_an_invalid_run(make_run) -> None:
 def test_report_of_a_valid_run_has_checker_series(make_run) -> None:
     data = blob(write_report(make_run(lose=False)).report)
     assert data["verdict"] is True and data["nodes"]["present"] is False
-    assert [s["name"] for s in data["unseen"]["series"]] == ["0", "4"]
-    assert data["lag"]["series"] == [{"name": "lag", "x": [0.06], "y": [0.003]}]
-    assert data["lag_summary"][0].startswith("worst lag 0.003 s, on key 0")
+    assert [s["name"] for s in data["unseen"]["series"]] == ["0", "2", "3", "4", "5"]
+    assert data["lag"] == {"stat": "realtime_lag", "series": []} and data["lag_summary"] == []
+
+
+def test_lag_from_the_checker_stats() -> None:
+    stats = {
+        "realtime_lag": {
+            "worst": {"lag": 3_000_000_000, "key": 2, "op": {"index": 40, "process": "1"}},
+            "by_key": {"2": 3_000_000_000, "0": 10**9},
+            "by_process": {"1": 3_000_000_000},
+            "series": [{"time": 5 * 10**9, "lag": 10**9}, {"time": 6 * 10**9, "lag": 3 * 10**9}],
+        }
+    }
+    assert _first_series(stats, LAG_STATS, 1e-9)["series"] == [
+        {"name": "lag", "x": [5.0, 6.0], "y": [1.0, 3.0]}
+    ]
+    assert _lag_summary(stats) == [
+        "worst lag 3.000 s, on key 2 by op 40 (process 1)",
+        "worst key: 2 3.000 s, 0 1.000 s",
+        "worst process: 1 3.000 s",
+    ]
 
 
 def test_results_pass_through_and_markup_in_values_is_inert(tmp_path: Path) -> None:
