@@ -22,6 +22,12 @@ CONTEXT = 3  # neighbouring rows kept around each op an anomaly names
 VALUE_CHARS = 160
 
 
+def stats_of(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The result's ``stats`` map, or an empty one if it has none."""
+    stats = results.get("stats")
+    return stats if isinstance(stats, dict) else {}
+
+
 def anomaly_sections(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One section per anomaly kind, failing kinds first, with capped instances.
     The count is the checker's total (``stats.anomaly_counts``) when it gives one,
@@ -29,8 +35,7 @@ def anomaly_sections(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     anomalies = results.get("anomalies") or {}
     allowed = set(results.get("allowed") or ())
     why = results.get("allowed_why") or {}
-    stats = results.get("stats") if isinstance(results.get("stats"), Mapping) else {}
-    totals = stats.get("anomaly_counts") or {}
+    totals = stats_of(results).get("anomaly_counts") or {}
     out = []
     for kind, instances in anomalies.items():
         instances = list(instances or [])

@@ -214,7 +214,7 @@ def fold(table: pa.Table) -> tuple[Pairs, list[Fault], float]:
         order = np.argsort(np.where(pairs.invoke >= 0, pairs.invoke, pairs.complete), kind="stable")
         _reorder(pairs, order)
     nem = np.flatnonzero(~client)
-    nemesis = [(str(fs[p]), str(types[p]), float(time[p]), flat.render(p)) for p in nem]
+    nemesis = [(str(fs[p]), str(types[p]), float(time[p]), flat.render(int(p))) for p in nem]
     end = float(time.max()) if len(time) else 0.0
     return pairs, fault_intervals(nemesis), end
 

@@ -22,7 +22,13 @@ from typing import Any
 import jinja2
 
 from checkers.history import HistoryError
-from reports.anomalies import anomaly_sections, named_ops, select_rows, table_columns
+from reports.anomalies import (
+    anomaly_sections,
+    named_ops,
+    select_rows,
+    stats_of,
+    table_columns,
+)
 from reports.cycles import cycle_views, key_labels, linearizability
 from reports.junit import junit_xml
 from reports.nodes import node_events
@@ -67,7 +73,7 @@ def write_report(run_dir: Path | str, results: dict[str, Any] | None = None) -> 
 def report_data(run: Run) -> dict[str, Any]:
     """Everything the page draws, bounded in size (see the module docstring)."""
     results = run.results
-    stats = results.get("stats") if isinstance(results.get("stats"), dict) else {}
+    stats = stats_of(results)
     hist = run.history_path()
     try:
         pairs, faults, end = load_pairs(hist)
@@ -136,7 +142,7 @@ def _first_series(stats: dict[str, Any], names: tuple[str, ...], scale: float) -
 
 def _lag_summary(stats: dict[str, Any]) -> list[str]:
     """The checker's worst realtime lag, overall and per key and process, as lines."""
-    lag = next((stats[n] for n in LAG_STATS if isinstance(stats.get(n), dict)), {})
+    lag: dict[str, Any] = next((stats[n] for n in LAG_STATS if isinstance(stats.get(n), dict)), {})
     out = []
     worst = lag.get("worst")
     if isinstance(worst, dict) and isinstance(worst.get("lag"), int | float):

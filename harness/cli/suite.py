@@ -34,7 +34,7 @@ from typing import Any
 from harness.cli import ExitCode, UsageError
 
 VERDICTS = ("valid", "invalid", "unknown", "crashed")
-VERDICT_OF = {True: "valid", False: "invalid"}
+VERDICT_OF: dict[Any, str] = {True: "valid", False: "invalid"}
 
 
 def register(subparsers: Any) -> None:
@@ -111,7 +111,7 @@ def _mapping(v: Any, where: str) -> dict[str, Any]:
 
 def _expect(v: Any, where: str) -> list[str]:
     items = v if isinstance(v, list) else [v]
-    out = [VERDICT_OF.get(x, x) if isinstance(x, bool) else str(x) for x in items]
+    out = [VERDICT_OF[x] if isinstance(x, bool) else str(x) for x in items]
     bad = [x for x in out if x not in VERDICTS]
     if bad or not out:
         raise UsageError(f"{where}: {bad or v!r} is not one of {', '.join(VERDICTS)}")
