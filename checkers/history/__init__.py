@@ -14,6 +14,7 @@ from checkers.history.formats import (
     write_history,
 )
 from checkers.history.op import Op
+from checkers.history.parquet import check_parquet
 from checkers.history.schema import FLAT_SCHEMA
 from checkers.history.unflatten import unflatten
 
@@ -22,6 +23,7 @@ __all__ = [
     "FORMATS",
     "HistoryError",
     "Op",
+    "check_parquet",
     "convert",
     "detect_format",
     "flatten",

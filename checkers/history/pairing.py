@@ -35,12 +35,21 @@ def attach_pairs(table: pa.Table, path: str) -> pa.Table:
     """Checks history order and fills ``pair_index``/``pair_time``. Uses the
     ``_line`` column for error lines when present (dropping it), else the
     1-based row number. Returns the table in :data:`FLAT_SCHEMA` order."""
+    pair_index, pair_time = compute_pairs(table, path)
+    stale = [c for c in (LINE, "pair_index", "pair_time") if c in table.column_names]
+    table = table.drop_columns(stale)
+    table = table.append_column("pair_index", pair_index).append_column("pair_time", pair_time)
+    return table.select(FLAT_SCHEMA.names).cast(FLAT_SCHEMA)
+
+
+def compute_pairs(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array]:
+    """Checks history order; returns the per-row ``pair_index`` and
+    ``pair_time``. Needs only the columns row, index, time, type, process, f
+    (and ``_line`` if present)."""
     n_rows = table.num_rows
     row = table["row"].to_numpy()
     heads = np.flatnonzero(row == 0)
     lines = table[LINE].to_numpy()[heads] if LINE in table.column_names else heads + 1
-    stale = [c for c in (LINE, "pair_index", "pair_time") if c in table.column_names]
-    table = table.drop_columns(stale)
     n = len(heads)
     index = table["index"].to_numpy()[heads]
     time = table["time"].to_numpy()[heads]
@@ -72,8 +81,7 @@ def attach_pairs(table: pa.Table, path: str) -> pa.Table:
     safe = np.where(missing, 0, partner)
     pair_index = pa.array(index[safe] if n else np.zeros(0, np.int64), mask=missing)
     pair_time = pa.array(time[safe] if n else np.zeros(0, np.int64), mask=missing)
-    table = table.append_column("pair_index", pair_index).append_column("pair_time", pair_time)
-    return table.select(FLAT_SCHEMA.names).cast(FLAT_SCHEMA)
+    return pair_index, pair_time
 
 
 def _check_order(path: str, index: np.ndarray, lines: np.ndarray) -> None:

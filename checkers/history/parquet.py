@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from checkers.history.errors import HistoryError
 from checkers.history.op import OP_TYPES
-from checkers.history.pairing import attach_pairs
+from checkers.history.pairing import attach_pairs, compute_pairs
 from checkers.history.schema import FLAT_SCHEMA
 
 ROW_GROUP = 1 << 20
@@ -21,24 +21,50 @@ def write_parquet(table: pa.Table, path: str) -> None:
     pq.write_table(table.cast(FLAT_SCHEMA), path, row_group_size=ROW_GROUP, compression="zstd")
 
 
-def read_parquet_flat(path: str) -> pa.Table:
-    """Reads and checks a flat table; errors name the 1-based row."""
+CHECKED = ("index", "time", "type", "process", "f", "row", "pair_index", "pair_time")
+
+
+def _read(path: str, columns: list[str] | None = None) -> pa.Table:
     try:
-        table = pq.read_table(path)
+        schema = pq.read_schema(path)
     except (OSError, pa.ArrowException) as e:
         raise HistoryError(path, None, f"cannot read as Parquet: {e}") from None
-    missing = [n for n in FLAT_SCHEMA.names if n not in table.column_names]
+    missing = [n for n in FLAT_SCHEMA.names if n not in schema.names]
     if missing:
         raise HistoryError(path, None, f"not a jepka history table: missing columns {missing}")
-    table = table.select(FLAT_SCHEMA.names)
     for field in FLAT_SCHEMA:
-        if table.schema.field(field.name).type != field.type:
-            got = table.schema.field(field.name).type
+        got = schema.field(field.name).type
+        if got != field.type:
             raise HistoryError(
                 path, None, f"column '{field.name}' has type {got}, not {field.type}"
             )
+    try:
+        return pq.read_table(path, columns=columns or FLAT_SCHEMA.names)
+    except (OSError, pa.ArrowException) as e:
+        raise HistoryError(path, None, f"cannot read as Parquet: {e}") from None
+
+
+def read_parquet_flat(path: str) -> pa.Table:
+    """Reads and checks a flat table; errors name the 1-based row."""
+    table = _read(path)
     _check_rows(path, table)
     return attach_pairs(table, path)
+
+
+def check_parquet(path: str) -> int:
+    """Checks a flat table on disk reading only the columns the checks need
+    (so a history too big for memory can be checked, then scanned by Spark);
+    returns the number of ops."""
+    table = _read(path, list(CHECKED))
+    _check_rows(path, table)
+    pair_index, pair_time = compute_pairs(table, path)
+    for name, expected in (("pair_index", pair_index), ("pair_time", pair_time)):
+        stored = table[name].combine_chunks()
+        same = pc.fill_null(pc.equal(stored, expected), False)
+        both_null = pc.and_(pc.is_null(stored), pc.is_null(expected))
+        wrong = pc.invert(pc.or_(same, both_null)).to_numpy(zero_copy_only=False)
+        _first(path, wrong, f"column '{name}' disagrees with the history's pairs")
+    return int((table["row"].to_numpy() == 0).sum())
 
 
 def _first(path: str, bad: np.ndarray, message: str) -> None:

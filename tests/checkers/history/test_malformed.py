@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from checkers.history import HistoryError, read_flat
+from checkers.history import HistoryError, check_parquet, read_flat
 from checkers.history.parquet import write_parquet
 from harness.cli import main
 
@@ -134,6 +135,24 @@ def test_parquet_errors_name_the_row(tmp_path: Path) -> None:
     (tmp_path / "junk.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(HistoryError, match="cannot read as Parquet"):
         read_flat(tmp_path / "junk.parquet")
+
+
+def test_check_parquet_reads_only_what_it_checks(tmp_path: Path) -> None:
+    src = tmp_path / "h.jsonl"
+    src.write_text(INV + "\n" + OK + "\n")
+    table = read_flat(src)
+    path = tmp_path / "h.parquet"
+    write_parquet(table, str(path))
+    assert check_parquet(str(path)) == 2
+    i = table.column_names.index("pair_time")
+    write_parquet(table.set_column(i, "pair_time", pa.array([2, 99], pa.int64())), str(path))
+    with pytest.raises(HistoryError) as err:
+        check_parquet(str(path))
+    assert err.value.line == 2 and "pair_time" in err.value.message
+    write_parquet(table.take([1, 0]), str(path))
+    with pytest.raises(HistoryError) as err:
+        check_parquet(str(path))
+    assert err.value.line == 2
 
 
 def test_cli_reports_one_line_and_254(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
