@@ -34,8 +34,9 @@ FAULT_VERBS: dict[str, tuple[str, str]] = {
     "start-pause": ("stop-pause", "pause"),
     "start-clock": ("stop-clock", "clock"),
     "bump-clock": ("reset-clock", "clock"),
-    "lose-unfsynced-writes": ("restart", "disk"),
 }
+# Faults that happen at one instant (no stop op): drawn as a thin band.
+INSTANT_FAULTS: dict[str, str] = {"lose-unfsynced": "disk", "strobe-clock": "clock"}
 
 
 @dataclass(slots=True)
@@ -243,7 +244,9 @@ def fault_intervals(nemesis: list[tuple[str, str, float, Any]]) -> list[Fault]:
     open_: dict[str, Fault] = {}
     out: list[Fault] = []
     for f, _, t, value in done:
-        if f in FAULT_VERBS or f.startswith("start-"):
+        if f in INSTANT_FAULTS:
+            out.append(Fault(INSTANT_FAULTS[f], f, t, t, value))
+        elif f in FAULT_VERBS or f.startswith("start-"):
             if f not in open_:
                 kind = FAULT_VERBS[f][1] if f in FAULT_VERBS else "other"
                 open_[f] = Fault(kind, f, t, None, value)

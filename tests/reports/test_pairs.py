@@ -39,9 +39,15 @@ def test_fault_intervals_pair_starts_with_stops() -> None:
         ("start", "info", 3.0, "n1"),
         ("start-clock-skew", "info", 4.0, None),
         ("stop-clock-skew", "info", 5.0, None),
+        ("lose-unfsynced", "info", 6.0, "n2"),
     ]
     got = [(f.kind, f.start, f.end) for f in fault_intervals(ops)]
-    assert got == [("kill", 1.0, 3.0), ("pause", 2.0, None), ("other", 4.0, 5.0)]
+    assert got == [
+        ("kill", 1.0, 3.0),
+        ("pause", 2.0, None),
+        ("other", 4.0, 5.0),
+        ("disk", 6.0, 6.0),
+    ]
 
 
 def test_invoke_only_nemesis_history_still_gives_bands() -> None:
