@@ -118,9 +118,9 @@ def render_html(data: dict[str, Any]) -> str:
     )
 
 
-def render_index(runs: list[dict[str, Any]], root: str) -> str:
+def render_index(runs: list[dict[str, Any]], suites: list[dict[str, Any]], root: str) -> str:
     return _env.get_template("index.html.j2").render(
-        runs=runs, root=root, css=(PACKAGE / "static" / "report.css").read_text()
+        runs=runs, suites=suites, root=root, css=(PACKAGE / "static" / "report.css").read_text()
     )
 
 

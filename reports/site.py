@@ -1,7 +1,8 @@
 """The index of stored runs that ``jepka serve`` shows: name, time, verdict, anomaly counts.
 
 A run is any folder under the store holding ``results.json`` or a history;
-``latest`` links are skipped so each run is listed once.
+``latest`` links are skipped so each run is listed once. Suites
+(``suites/<name>/<time>/``, written by ``jepka suite``) are listed apart.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _run_dirs(store: Path, d: Path, depth: int) -> list[Path]:
         return []
     found = [d] if any((d / m).is_file() for m in MARKERS) and d != store else []
     for c in children:
-        if c.name != "nodes":
+        if c.name not in ("nodes", "suites"):
             found.extend(_run_dirs(store, c, depth + 1))
     return found
 
@@ -63,3 +64,27 @@ def _describe(store: Path, d: Path) -> dict[str, Any]:
         "anomalies": counts,
         "files": [f for f in RUN_FILES if (d / f).is_file()],
     }
+
+
+def list_suites(store: Path) -> list[dict[str, Any]]:
+    """Suite results under ``store/suites``, newest first, with their case statuses."""
+    out = []
+    for index in (store / "suites").glob("*/*/index.html"):
+        d = index.parent
+        statuses: dict[str, int] = {}
+        try:
+            for case in json.loads((d / "suite.json").read_text()):
+                statuses[case["status"]] = statuses.get(case["status"], 0) + 1
+        except (OSError, ValueError, TypeError, KeyError):
+            pass
+        rel = d.relative_to(store).as_posix()
+        out.append(
+            {
+                "name": d.parent.name,
+                "time": d.name,
+                "href": f"/{rel}/index.html",
+                "statuses": statuses,
+            }
+        )
+    out.sort(key=lambda r: (r["time"], r["name"]), reverse=True)
+    return out

@@ -54,9 +54,11 @@ class StoreHandler(http.server.SimpleHTTPRequestHandler):
 
     def _index(self) -> None:
         from reports.render import render_index
-        from reports.site import list_runs
+        from reports.site import list_runs, list_suites
 
-        body = render_index(list_runs(self.store), str(self.store)).encode()
+        body = render_index(
+            list_runs(self.store), list_suites(self.store), str(self.store)
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from reports.suite import Attempt, CaseOutcome, suite_index
 
 pytestmark = pytest.mark.integration
 
@@ -24,6 +26,15 @@ def served(make_run) -> Iterator[tuple[str, Path]]:
     make_run(lose=False, name="steady", stamp="20260102T000000")
     store = bad.parent.parent
     (store / "latest").symlink_to(bad)
+    suite = store / "suites" / "nightly" / "20260103T000000"
+    suite.mkdir(parents=True)
+    cases = [
+        CaseOutcome("a", {}, ["valid"], [Attempt("valid", str(bad))]),
+        CaseOutcome("b", {}, ["valid"], [Attempt("invalid"), Attempt("valid")]),
+    ]
+    (suite / "index.html").write_text(suite_index("nightly", cases, suite))
+    summary = [{"name": c.name, "status": c.status} for c in cases]
+    (suite / "suite.json").write_text(json.dumps(summary))
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "serve", "--store", str(store), "--port", "0"],
         stdout=subprocess.PIPE,
@@ -57,6 +68,10 @@ def test_index_lists_runs_with_verdicts_and_counts(served) -> None:
     assert steady < queue  # newest first
     assert "INVALID" in page and "VALID" in page
     assert "lost-write: 1" in page and "G1c-realtime: 1" in page and "G0: 1" in page
+    assert page.count('<tr class="suite">') == 1
+    assert '<a href="/suites/nightly/20260103T000000/index.html">nightly</a>' in page
+    assert "pass: 1, flaky: 1" in page
+    assert "jepka suite: nightly" in get(url + "suites/nightly/20260103T000000/index.html")
 
 
 def test_reports_are_rendered_on_first_request(served) -> None:
