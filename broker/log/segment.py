@@ -11,7 +11,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from broker.log.batch import HEADER_SIZE, BatchHeader, CorruptBatch, check_batch, parse_header
+from broker.log.batch import (
+    HEADER_SIZE,
+    INT32_MAX,
+    BatchHeader,
+    CorruptBatch,
+    check_batch,
+    parse_header,
+)
 from broker.log.index import CorruptIndex, OffsetIndex
 from broker.log.ledger import FsyncLedger, fsync_dir
 from broker.log.txn_index import TransactionIndex
@@ -67,6 +74,7 @@ class LogSegment:
         try:
             for pos, header in self.iter_headers(0, validate=validate):
                 if validate:
+                    self._check_offsets(header, pos)
                     self._maybe_index(header, pos)
                 self._note(header)
                 end = pos + header.size
@@ -75,6 +83,19 @@ class LogSegment:
         if end != self.size:
             self.truncate_to_position(end)
         return error
+
+    def _check_offsets(self, header: BatchHeader, pos: int) -> None:
+        """Base offsets lie outside the CRC: they must rise, and stay within the
+        segment's int32 range of relative offsets."""
+        expected = self.next_offset if pos else self.base_offset
+        if (
+            not expected
+            <= header.base_offset
+            <= self.base_offset + INT32_MAX - header.last_offset_delta
+        ):
+            raise CorruptBatch(
+                f"{self.path}: batch at byte {pos} has base offset {header.base_offset}"
+            )
 
     def iter_headers(self, start: int, validate: bool = False) -> Iterator[tuple[int, BatchHeader]]:
         """Yields ``(position, header)`` from byte ``start``; raises ``CorruptBatch``
