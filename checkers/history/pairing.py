@@ -56,9 +56,11 @@ def compute_pairs(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array]:
     pair_op = np.full(n, -1, dtype=np.int64)
     if n:
         _check_order(path, index, lines)
-        process = table["process"].take(heads)
-        f = table["f"].take(heads)
-        is_inv = pc.equal(table["type"].take(heads), "invoke").to_numpy(zero_copy_only=False)
+        every_row = n == n_rows  # one row per op: no need to copy the op rows out
+        process = table["process"] if every_row else table["process"].take(heads)
+        f = table["f"] if every_row else table["f"].take(heads)
+        op_type = table["type"] if every_row else table["type"].take(heads)
+        is_inv = pc.equal(op_type, "invoke").to_numpy(zero_copy_only=False)
         process_codes = _codes(process)
         order = np.argsort(process_codes, kind="stable")
         sp = process_codes[order]

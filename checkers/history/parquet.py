@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from checkers.history.errors import HistoryError
 from checkers.history.op import OP_TYPES
 from checkers.history.pairing import attach_pairs, compute_pairs
-from checkers.history.schema import FLAT_SCHEMA
+from checkers.history.schema import FLAT_SCHEMA, LINE
 
 ROW_GROUP = 1 << 20
 
@@ -21,7 +21,7 @@ def write_parquet(table: pa.Table, path: str) -> None:
     pq.write_table(table.cast(FLAT_SCHEMA), path, row_group_size=ROW_GROUP, compression="zstd")
 
 
-CHECKED = ("index", "time", "type", "process", "f", "row", "pair_index", "pair_time")
+OP_LEVEL = ("index", "time", "type", "process", "f", "pair_index", "pair_time")
 
 
 def _read(path: str, columns: list[str] | None = None) -> pa.Table:
@@ -52,29 +52,58 @@ def read_parquet_flat(path: str) -> pa.Table:
 
 
 def check_parquet(path: str) -> int:
-    """Checks a flat table on disk reading only the columns the checks need
-    (so a history too big for memory can be checked, then scanned by Spark);
-    returns the number of ops."""
-    table = _read(path, list(CHECKED))
-    _check_rows(path, table)
-    pair_index, pair_time = compute_pairs(table, path)
+    """Checks a flat table on disk while holding only the row structure and
+    one row per op in memory (so a history too big to load can be checked,
+    then scanned by Spark); returns the number of ops."""
+    structure = _read(path, ["row", "index"])
+    _check_structure(path, structure)
+    head_rows = np.flatnonzero(structure["row"].to_numpy() == 0)
+    del structure
+    heads = _op_rows(path)
+    lines = pa.array(head_rows + 1)
+    heads = heads.append_column("row", pa.array(np.zeros(len(head_rows), np.int32)))
+    heads = heads.append_column(LINE, lines)
+    _check_ops(path, heads, head_rows)
+    pair_index, pair_time = compute_pairs(heads, path)
     for name, expected in (("pair_index", pair_index), ("pair_time", pair_time)):
-        stored = table[name].combine_chunks()
+        stored = heads[name].combine_chunks()
         same = pc.fill_null(pc.equal(stored, expected), False)
         both_null = pc.and_(pc.is_null(stored), pc.is_null(expected))
         wrong = pc.invert(pc.or_(same, both_null)).to_numpy(zero_copy_only=False)
-        _first(path, wrong, f"column '{name}' disagrees with the history's pairs")
-    return int((table["row"].to_numpy() == 0).sum())
+        _first(path, wrong, f"column '{name}' disagrees with the history's pairs", head_rows)
+    return len(head_rows)
 
 
-def _first(path: str, bad: np.ndarray, message: str) -> None:
+def _op_rows(path: str) -> pa.Table:
+    """The op-level columns of each op's first row, read in batches (a
+    filtered ``read_table`` would decode whole row groups at once)."""
+    batches = []
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(1 << 16, columns=[*OP_LEVEL, "row"]):
+            first = pc.equal(batch.column("row"), 0)
+            batches.append(batch.filter(first).select(list(OP_LEVEL)))
+    except (OSError, pa.ArrowException) as e:
+        raise HistoryError(path, None, f"cannot read as Parquet: {e}") from None
+    schema = pa.schema([FLAT_SCHEMA.field(n) for n in OP_LEVEL])
+    return pa.Table.from_batches(batches, schema)
+
+
+def _first(path: str, bad: np.ndarray, message: str, rows: np.ndarray | None = None) -> None:
+    """Raises ``message`` at the first bad row (``rows`` maps positions to rows)."""
     hits = np.flatnonzero(bad)
     if len(hits):
-        raise HistoryError(path, int(hits[0]) + 1, message)
+        row = hits[0] if rows is None else rows[hits[0]]
+        raise HistoryError(path, int(row) + 1, message)
 
 
 def _check_rows(path: str, table: pa.Table) -> None:
-    for name in ("index", "time", "type", "process", "f", "row"):
+    _check_structure(path, table)
+    _check_ops(path, table, None)
+
+
+def _check_structure(path: str, table: pa.Table) -> None:
+    """Row numbers count up from 0 within an op, and an op's rows share its index."""
+    for name in ("index", "row"):
         nulls = pc.is_null(table[name]).to_numpy(zero_copy_only=False)
         _first(path, nulls, f"column '{name}' is null")
     row = table["row"].to_numpy()
@@ -82,12 +111,18 @@ def _check_rows(path: str, table: pa.Table) -> None:
     if len(row):
         expected[1:] = row[:-1] + 1
     _first(path, (row != 0) & (row != expected), "row numbers within an op must count up from 0")
-    known = pc.is_in(table["type"], value_set=pa.array(sorted(OP_TYPES))).to_numpy(
-        zero_copy_only=False
-    )
-    _first(path, ~known, "unknown op type (expected invoke, ok, fail or info)")
-    # every row of an op repeats the op's index
     index = table["index"].to_numpy()
     same_op = np.zeros(len(row), dtype=bool)
     same_op[1:] = index[1:] == index[:-1]
     _first(path, (row != 0) != same_op, "rows of one op must share its index")
+
+
+def _check_ops(path: str, table: pa.Table, rows: np.ndarray | None) -> None:
+    """Op-level fields are present and the op type is known."""
+    for name in ("time", "type", "process", "f"):
+        nulls = pc.is_null(table[name]).to_numpy(zero_copy_only=False)
+        _first(path, nulls, f"column '{name}' is null", rows)
+    known = pc.is_in(table["type"], value_set=pa.array(sorted(OP_TYPES))).to_numpy(
+        zero_copy_only=False
+    )
+    _first(path, ~known, "unknown op type (expected invoke, ok, fail or info)", rows)
