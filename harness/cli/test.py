@@ -11,6 +11,8 @@ valid, 1 invalid, 2 unknown (worst over ``--test-count`` runs).
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import signal
 import sys
 import threading
 import time
@@ -54,6 +56,8 @@ def spec_from_args(args: argparse.Namespace) -> TestSpec:
 
 def _run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
+    # `kill -USR1 <pid>` prints every thread's stack: how a stuck client is found
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     from harness.cluster import ClusterError
     from nemesis.base import NemesisError
 
