@@ -73,6 +73,7 @@ class Interpreter:
         clock: Callable[[], int] = time.monotonic_ns,
         start_ns: int | None = None,
         drain_timeout_s: float = 10.0,
+        straggler_timeout_s: float = 120.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -83,6 +84,11 @@ class Interpreter:
         self.clock = clock
         self.start_ns = clock() if start_ns is None else start_ns
         self.drain_timeout_s = drain_timeout_s
+        # A client call that never returns must not hang the run: once the
+        # generator is exhausted, ops still running after this long are left
+        # without a completion, which a checker reads as unknown.
+        self.straggler_timeout_s = straggler_timeout_s
+        self.abandoned = 0
         self.stop = threading.Event()
         self.counts = Counts()
         self._completions: queue.SimpleQueue[tuple[Any, OpDict | None]] = queue.SimpleQueue()
@@ -111,7 +117,7 @@ class Interpreter:
         except KeyboardInterrupt:
             interrupted = True
         interrupted = interrupted or self.stop.is_set()
-        abandoned = self._drain() if interrupted else 0
+        abandoned = self._drain() if interrupted else self.abandoned
         for inbox in inboxes.values():
             inbox.put(STOP)
         return Outcome(self._index, interrupted, abandoned)
@@ -119,6 +125,7 @@ class Interpreter:
     def _loop(self, inboxes: dict[Any, queue.SimpleQueue[Any]]) -> None:
         ctx = Context.initial(self.concurrency, nemesis=True)
         gen, test, counts = self.gen, self.test, self.counts
+        exhausted = 0.0  # when the generator first had nothing more to give
         completions = self._completions
         while not self.stop.is_set():
             try:
@@ -133,6 +140,17 @@ class Interpreter:
             if r is None or r is PENDING:
                 if r is None and counts.in_flight == 0:
                     return
+                if r is None:
+                    exhausted = exhausted or time.monotonic()
+                    if time.monotonic() - exhausted > self.straggler_timeout_s:
+                        log.warning(
+                            "%d op(s) still running %.0f s after the last op was "
+                            "issued; leaving them without a completion (unknown)",
+                            counts.in_flight,
+                            self.straggler_timeout_s,
+                        )
+                        self.abandoned = counts.in_flight
+                        return
                 try:
                     item = completions.get(timeout=PENDING_WAIT_S if r is PENDING else MAX_WAIT_S)
                 except queue.Empty:

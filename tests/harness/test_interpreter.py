@@ -200,3 +200,25 @@ def test_stop_is_noticed_while_waiting_for_a_far_future_op() -> None:
     threading.Thread(target=lambda: (it.run(), done.set()), daemon=True).start()
     assert done.wait(10), "the interpreter kept waiting after stop"
     assert [o["f"] for o in history] == ["now", "now"]
+
+
+def test_a_client_call_that_never_returns_cannot_hang_the_run() -> None:
+    class Hangs(NoopClient):
+        def invoke(self, test: Any, op: dict) -> dict:
+            if op["value"] == 1:
+                time.sleep(60)
+            return {**op, "type": "ok"}
+
+    history: list[dict] = []
+    it = Interpreter(
+        {},
+        g.on_clients([{"f": "w", "value": 0}, {"f": "w", "value": 1}]),
+        client=Hangs(),
+        nemesis=NoopNemesis(),
+        concurrency=1,
+        journal=history.append,
+        straggler_timeout_s=0.3,
+    )
+    outcome = it.run()
+    assert outcome.abandoned == 1 and not outcome.interrupted
+    assert [o["type"] for o in history] == ["invoke", "ok", "invoke"]
