@@ -201,6 +201,7 @@ def run_test(
         state.phase = "running"
         outcome = interpreter.run()
         test["status"] = "interrupted" if outcome.interrupted else "completed"
+        test["ops_without_completion"] = outcome.abandoned
         state.phase = "healing"
     run_dir.save_test(test)
     state.phase = "checking"
