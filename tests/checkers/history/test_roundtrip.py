@@ -16,7 +16,7 @@ from checkers.synth import FAULTS, generate
 NAMES = st.from_regex(r"[a-z][a-z0-9]{0,6}(_[a-z0-9]{1,4}){0,2}", fullmatch=True).filter(
     lambda n: n not in {"index", "time", "type", "process", "f", "value", "rebalance_log"}
 )
-TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12)
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
 JSON = st.recursive(
     st.none()
     | st.booleans()
