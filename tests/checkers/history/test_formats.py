@@ -74,3 +74,17 @@ def test_parallel_read_reports_absolute_lines(tmp_path: Path) -> None:
     with pytest.raises(HistoryError) as err:
         read_flat(path, workers=2)
     assert err.value.line == n - 9 and "unknown op type 'bogus'" in err.value.message
+
+
+def test_cli_convert_with_named_formats(tmp_path: Path, ops, capsys) -> None:
+    from harness.cli import main
+
+    src = tmp_path / "in.txt"
+    write_history(ops, tmp_path / "h.edn")
+    src.write_bytes((tmp_path / "h.edn").read_bytes())
+    out = tmp_path / "out.dat"
+    assert main(["convert", str(src), str(out), "--from", "jepsen-edn", "--to", "jsonl"]) == 0
+    assert f"wrote {len(ops)} ops" in capsys.readouterr().out
+    assert read_flat(out, "jsonl").equals(read_flat(tmp_path / "h.edn"))
+    assert main(["convert", str(src), str(out), "--from", "parquet", "--to", "jsonl"]) == 254
+    assert "cannot read as Parquet" in capsys.readouterr().err
