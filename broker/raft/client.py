@@ -60,6 +60,7 @@ from broker.raft.quorum_state import (
     CandidateState,
     FollowerState,
     LeaderState,
+    ProspectiveState,
     QuorumState,
     ResignedState,
     Role,
@@ -138,7 +139,7 @@ class RaftClient:
     def start(self) -> None:
         self.quorum.restore(self._election_deadline())
         if len(self.voters) == 1:
-            self._become_candidate()
+            self._become_prospective()
 
     @property
     def epoch(self) -> int:
@@ -209,7 +210,9 @@ class RaftClient:
         state = self.quorum.state
         if isinstance(state, UnattachedState | VotedState):
             if now >= state.election_deadline:
-                self._become_candidate()
+                self._become_prospective()
+        elif isinstance(state, ProspectiveState):
+            self._poll_prospective(state, now)
         elif isinstance(state, CandidateState):
             self._poll_candidate(state, now)
         elif isinstance(state, LeaderState):
@@ -235,9 +238,23 @@ class RaftClient:
         self._deliver_committed()
 
     # -- timers per role -----------------------------------------------------------------
+    def _poll_prospective(self, state: ProspectiveState, now: int) -> None:
+        if now >= state.election_deadline:
+            if state.leader_id is not None:  # no majority wants a change: follow again
+                self._transition(
+                    FollowerState(state.epoch, state.leader_id, self._fetch_deadline())
+                )
+            else:
+                self._become_prospective()
+            return
+        last = self.log.end_offset_and_epoch()
+        request = VoteRequest(state.epoch + 1, self.node_id, last.epoch, last.offset, pre_vote=True)
+        for voter in sorted(state.unanswered()):
+            self._send_unless_inflight(voter, request)
+
     def _poll_candidate(self, state: CandidateState, now: int) -> None:
         if now >= state.election_deadline:
-            self._become_candidate()
+            self._become_prospective()
             return
         last = self.log.end_offset_and_epoch()
         request = VoteRequest(state.epoch, self.node_id, last.epoch, last.offset)
@@ -256,7 +273,7 @@ class RaftClient:
 
     def _poll_follower(self, state: FollowerState, now: int) -> None:
         if now >= state.fetch_deadline:
-            self._become_candidate()
+            self._become_prospective()
             return
         if now < state.next_fetch_ms or self._has_inflight(state.leader_id):
             return
@@ -281,7 +298,7 @@ class RaftClient:
 
     def _poll_resigned(self, state: ResignedState, now: int) -> None:
         if now >= state.election_deadline:
-            self._become_candidate()
+            self._become_prospective()
             return
         request = EndQuorumEpochRequest(self.node_id, state.epoch, state.preferred_successors)
         for voter in sorted(state.unacked):
@@ -309,6 +326,8 @@ class RaftClient:
     def _handle_vote(self, request: VoteRequest) -> VoteResponse:
         if request.candidate_id not in self.voters:
             return VoteResponse(ErrorCode.inconsistent_voter_set, *self._who(), False)
+        if request.pre_vote:
+            return self._handle_pre_vote(request)
         if request.candidate_epoch < self.epoch:
             return VoteResponse(ErrorCode.fenced_leader_epoch, *self._who(), False)
         self._observe(request.candidate_epoch, None)
@@ -326,12 +345,28 @@ class RaftClient:
             granted = False
         return VoteResponse(ErrorCode.none, *self._who(), granted)
 
+    def _handle_pre_vote(self, request: VoteRequest) -> VoteResponse:
+        """Would we vote for this candidate in the next epoch? Answered without changing
+        any state; refused while we still hear from a leader (leader stickiness)."""
+        if request.candidate_epoch <= self.epoch:  # the candidate is behind us
+            return VoteResponse(self._epoch_error(request.candidate_epoch), *self._who(), False)
+        state = self.quorum.state
+        leader_alive = isinstance(state, LeaderState) or (
+            isinstance(state, FollowerState)
+            and not state.leader_resigned
+            and self.clock.now_ms() < state.fetch_deadline
+        )
+        candidate_log = OffsetAndEpoch(request.last_offset_epoch, request.last_offset)
+        granted = not leader_alive and candidate_log >= self.log.end_offset_and_epoch()
+        return VoteResponse(ErrorCode.none, *self._who(), granted)
+
     def _handle_end_quorum_epoch(self, request: EndQuorumEpochRequest) -> EndQuorumEpochResponse:
         self._observe(request.leader_epoch, request.leader_id)
         state = self.quorum.state
         if isinstance(state, FollowerState) and state.leader_id == request.leader_id:
             # The leader is going away: the most caught-up successor stands at once,
             # the others wait longer, so one election usually suffices.
+            state.leader_resigned = True
             successors = list(request.preferred_successors)
             rank = successors.index(self.node_id) if self.node_id in successors else len(successors)
             state.fetch_deadline = min(
@@ -391,6 +426,9 @@ class RaftClient:
 
     # -- responses -----------------------------------------------------------------------
     def _handle_response(self, source: int, request: RaftRequest, response: RaftResponse) -> None:
+        if isinstance(request, VoteRequest) and request.pre_vote:
+            self._handle_pre_vote_response(source, request, response)
+            return
         if not self._observe(response.leader_epoch, response.leader_id):
             return
         state = self.quorum.state
@@ -411,6 +449,29 @@ class RaftClient:
                 self._handle_fetch_response(state, request, response)
             elif isinstance(response, FetchSnapshotResponse):
                 self._handle_fetch_snapshot_response(state, response)
+
+    def _handle_pre_vote_response(
+        self, source: int, request: VoteRequest, response: RaftResponse
+    ) -> None:
+        """Count a pre-vote. The voter may be in an older epoch than ours (it had not
+        heard of it); only a newer epoch, or a leader of ours we did not know, changes
+        our state. The leader we stopped hearing from is no news."""
+        state = self.quorum.state
+        known = state.leader_id if isinstance(state, ProspectiveState) else None
+        if response.leader_epoch > self.epoch or (
+            response.leader_epoch == self.epoch and response.leader_id not in (None, known)
+        ):
+            self._observe(response.leader_epoch, response.leader_id)
+            return
+        if (
+            isinstance(state, ProspectiveState)
+            and isinstance(response, VoteResponse)
+            and request.candidate_epoch == state.epoch + 1
+            and response.error_code is ErrorCode.none
+        ):
+            state.record_vote(source, response.vote_granted)
+            if state.won():
+                self._become_candidate()
 
     def _handle_fetch_response(
         self, state: FollowerState, request: FetchRequest, response: FetchResponse
@@ -473,7 +534,12 @@ class RaftClient:
                 self._become_follower(epoch, leader_id)  # type: ignore[arg-type]
             else:
                 self._transition(UnattachedState(epoch, self._election_deadline()))
-        elif known and self.role in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE):
+        elif known and self.role in (
+            Role.UNATTACHED,
+            Role.VOTED,
+            Role.PROSPECTIVE,
+            Role.CANDIDATE,
+        ):
             self._become_follower(epoch, leader_id)  # type: ignore[arg-type]
         return True
 
@@ -481,6 +547,28 @@ class RaftClient:
         if self.role is Role.LEADER:
             self._transition(UnattachedState(epoch, self._election_deadline()))
         self._transition(FollowerState(epoch, leader_id, self._fetch_deadline()))
+
+    def _become_prospective(self) -> None:
+        """Seek pre-votes, keeping this epoch's vote and leader (a resigned leader
+        keeps its self-vote but not itself as leader)."""
+        state = self.quorum.state
+        voted: int | None = None
+        if isinstance(state, VotedState | ProspectiveState):
+            voted = state.voted_for
+        elif isinstance(state, CandidateState | ResignedState):
+            voted = self.node_id
+        leader = state.leader_id if isinstance(state, FollowerState | ProspectiveState) else None
+        prospective = ProspectiveState(
+            self.epoch,
+            self.node_id,
+            self.voters,
+            self._election_deadline(),
+            voted_for=voted,
+            leader_id=leader,
+        )
+        self._transition(prospective)
+        if prospective.won():
+            self._become_candidate()
 
     def _become_candidate(self) -> None:
         state = CandidateState(self.epoch + 1, self.node_id, self.voters, self._election_deadline())

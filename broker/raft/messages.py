@@ -19,10 +19,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class VoteRequest:
+    """With ``pre_vote`` (KIP-996) it asks whether the voter *would* vote for the
+    candidate in ``candidate_epoch``; the voter answers without changing state."""
+
     candidate_epoch: int
     candidate_id: int
     last_offset_epoch: int
     last_offset: int
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,26 +1,36 @@
 """The Raft roles of one voter and the only transitions allowed between them.
 
-Legal transitions (as KRaft's ``QuorumState``; "higher" = a larger epoch):
+Legal transitions (as KRaft's ``QuorumState`` with KIP-996 pre-vote; "higher" = a
+larger epoch):
 
-    Unattached -> Unattached  on learning of a higher epoch
-               -> Voted       on granting a vote in the current epoch
-               -> Candidate   when the election timeout expires
-               -> Follower    on discovering a leader of this or a higher epoch
-    Voted      -> Unattached  on learning of a higher epoch
-               -> Candidate   when the election timeout expires
-               -> Follower    on discovering a leader of this or a higher epoch
-    Candidate  -> Unattached  on learning of a higher epoch
-               -> Candidate   when the election timeout expires (next epoch)
-               -> Leader      on winning a majority of votes
-               -> Follower    on discovering a leader of this or a higher epoch
-    Leader     -> Unattached  on learning of a higher epoch
-               -> Resigned    on graceful shutdown or losing contact with a majority
-    Follower   -> Unattached  on learning of a higher epoch
-               -> Candidate   when the fetch timeout expires
-               -> Follower    on discovering a leader of a higher epoch
-    Resigned   -> Unattached  on learning of a higher epoch
-               -> Candidate   when the election timeout expires
-               -> Follower    on discovering a leader of a higher epoch
+    Unattached  -> Unattached   on learning of a higher epoch
+                -> Voted        on granting a vote in the current epoch
+                -> Prospective  when the election timeout expires
+                -> Follower     on discovering a leader of this or a higher epoch
+    Voted       -> Unattached   on learning of a higher epoch
+                -> Prospective  when the election timeout expires
+                -> Follower     on discovering a leader of this or a higher epoch
+    Prospective -> Unattached   on learning of a higher epoch
+                -> Prospective  when the pre-vote times out without a known leader
+                -> Candidate    on winning a majority of pre-votes (next epoch)
+                -> Follower     on discovering a leader of this or a higher epoch,
+                                or when the pre-vote times out and a leader is known
+    Candidate   -> Unattached   on learning of a higher epoch
+                -> Prospective  when the election timeout expires
+                -> Leader       on winning a majority of votes
+                -> Follower     on discovering a leader of this or a higher epoch
+    Leader      -> Unattached   on learning of a higher epoch
+                -> Resigned     on graceful shutdown or losing contact with a majority
+    Follower    -> Unattached   on learning of a higher epoch
+                -> Prospective  when the fetch timeout expires
+                -> Follower     on discovering a leader of a higher epoch
+    Resigned    -> Unattached   on learning of a higher epoch
+                -> Prospective  when the election timeout expires
+                -> Follower     on discovering a leader of a higher epoch
+
+A prospective node asks for pre-votes for the next epoch without changing any
+voter's state; only a majority of them makes it a candidate, so a node cut off from
+the quorum cannot inflate the epoch and depose a healthy leader when it returns.
 
 Every transition is persisted (epoch, vote, leader) before it takes effect, so a
 restarted voter never votes twice in one epoch nor leads an epoch it already led.
@@ -37,6 +47,7 @@ from broker.raft.protocols import ElectionState, OffsetAndEpoch, QuorumStateStor
 class Role(enum.Enum):
     UNATTACHED = "unattached"
     VOTED = "voted"
+    PROSPECTIVE = "prospective"
     CANDIDATE = "candidate"
     LEADER = "leader"
     FOLLOWER = "follower"
@@ -44,12 +55,13 @@ class Role(enum.Enum):
 
 
 TRANSITIONS: dict[Role, frozenset[Role]] = {
-    Role.UNATTACHED: frozenset({Role.UNATTACHED, Role.VOTED, Role.CANDIDATE, Role.FOLLOWER}),
-    Role.VOTED: frozenset({Role.UNATTACHED, Role.CANDIDATE, Role.FOLLOWER}),
-    Role.CANDIDATE: frozenset({Role.UNATTACHED, Role.CANDIDATE, Role.LEADER, Role.FOLLOWER}),
+    Role.UNATTACHED: frozenset({Role.UNATTACHED, Role.VOTED, Role.PROSPECTIVE, Role.FOLLOWER}),
+    Role.VOTED: frozenset({Role.UNATTACHED, Role.PROSPECTIVE, Role.FOLLOWER}),
+    Role.PROSPECTIVE: frozenset({Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE, Role.FOLLOWER}),
+    Role.CANDIDATE: frozenset({Role.UNATTACHED, Role.PROSPECTIVE, Role.LEADER, Role.FOLLOWER}),
     Role.LEADER: frozenset({Role.UNATTACHED, Role.RESIGNED}),
-    Role.FOLLOWER: frozenset({Role.UNATTACHED, Role.CANDIDATE, Role.FOLLOWER}),
-    Role.RESIGNED: frozenset({Role.UNATTACHED, Role.CANDIDATE, Role.FOLLOWER}),
+    Role.FOLLOWER: frozenset({Role.UNATTACHED, Role.PROSPECTIVE, Role.FOLLOWER}),
+    Role.RESIGNED: frozenset({Role.UNATTACHED, Role.PROSPECTIVE, Role.FOLLOWER}),
 }
 
 
@@ -73,14 +85,15 @@ class VotedState:
 
 
 @dataclass(slots=True)
-class CandidateState:
+class _Tally:
+    """Votes (or pre-votes) collected by this node, which always votes for itself."""
+
     epoch: int
     node_id: int
     voters: frozenset[int]
     election_deadline: int
     granted: set[int] = field(default_factory=set)
     rejected: set[int] = field(default_factory=set)
-    role = Role.CANDIDATE
 
     def __post_init__(self) -> None:
         self.granted.add(self.node_id)
@@ -93,6 +106,20 @@ class CandidateState:
 
     def unanswered(self) -> set[int]:
         return set(self.voters) - self.granted - self.rejected
+
+
+@dataclass(slots=True)
+class ProspectiveState(_Tally):
+    """Seeking pre-votes for ``epoch + 1``; keeps the vote and leader of ``epoch``."""
+
+    voted_for: int | None = None
+    leader_id: int | None = None
+    role = Role.PROSPECTIVE
+
+
+@dataclass(slots=True)
+class CandidateState(_Tally):
+    role = Role.CANDIDATE
 
 
 @dataclass(slots=True)
@@ -173,6 +200,7 @@ class FollowerState:
     next_fetch_ms: int = 0
     snapshot_id: OffsetAndEpoch | None = None
     snapshot_buffer: bytearray = field(default_factory=bytearray)
+    leader_resigned: bool = False
     role = Role.FOLLOWER
 
     def update_high_watermark(self, leader_hw: int | None, end_offset: int) -> bool:
@@ -196,7 +224,13 @@ class ResignedState:
 
 
 AnyState = (
-    UnattachedState | VotedState | CandidateState | LeaderState | FollowerState | ResignedState
+    UnattachedState
+    | VotedState
+    | ProspectiveState
+    | CandidateState
+    | LeaderState
+    | FollowerState
+    | ResignedState
 )
 
 
@@ -258,21 +292,34 @@ class QuorumState:
         same_epoch_ok = {
             Role.UNATTACHED: False,
             Role.VOTED: old.role is Role.UNATTACHED,
+            Role.PROSPECTIVE: True,
             Role.CANDIDATE: False,
             Role.LEADER: old.role is Role.CANDIDATE,
-            Role.FOLLOWER: old.role in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE),
+            Role.FOLLOWER: old.role
+            in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE, Role.PROSPECTIVE),
             Role.RESIGNED: old.role is Role.LEADER,
         }[new.role]
         if new.epoch < old.epoch or (new.epoch == old.epoch and not same_epoch_ok):
             raise IllegalTransitionError(
                 f"{old.role.value}@{old.epoch} -> {new.role.value}@{new.epoch}: epoch must grow"
             )
+        if new.role is Role.PROSPECTIVE and new.epoch != old.epoch:
+            raise IllegalTransitionError("a prospective node stays in its current epoch")
         if new.role is Role.CANDIDATE and new.epoch != old.epoch + 1:
             raise IllegalTransitionError("a candidate stands in the epoch after the current one")
+        if (
+            isinstance(old, ProspectiveState)
+            and isinstance(new, FollowerState)
+            and new.epoch == old.epoch
+            and old.leader_id not in (None, new.leader_id)
+        ):
+            raise IllegalTransitionError(f"epoch {old.epoch} already has leader {old.leader_id}")
 
     def _election_state(self, state: AnyState) -> ElectionState:
         if isinstance(state, VotedState):
             return ElectionState(state.epoch, state.voted_for, None)
+        if isinstance(state, ProspectiveState):
+            return ElectionState(state.epoch, state.voted_for, state.leader_id)
         if isinstance(state, CandidateState):
             return ElectionState(state.epoch, self.node_id, None)
         if isinstance(state, LeaderState | ResignedState):

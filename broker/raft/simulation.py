@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from broker.raft.client import RaftClient, RaftConfig, RaftListener
 from broker.raft.file_quorum_store import MemoryQuorumStateStore
 from broker.raft.memory_log import MemoryLog
-from broker.raft.messages import Envelope, VoteResponse
+from broker.raft.messages import Envelope, VoteRequest, VoteResponse
 from broker.raft.protocols import EntryKind, LogEntry, ReplicatedLog, Snapshot
 from broker.raft.quorum_state import Role
 
@@ -47,12 +47,16 @@ class Network:
     blocked: set[tuple[int, int]] = field(default_factory=set)
     down: set[int] = field(default_factory=set)
     votes: dict[tuple[int, int], int] = field(default_factory=dict)
+    pre_votes: set[tuple[int, int, int]] = field(default_factory=set)
     _queue: list[tuple[int, int, Envelope]] = field(default_factory=list)
     _seq: int = 0
 
     def send(self, envelope: Envelope) -> None:
         body = envelope.body
-        if isinstance(body, VoteResponse) and body.vote_granted:
+        if isinstance(body, VoteRequest) and body.pre_vote:
+            self.pre_votes.add((envelope.source, envelope.destination, envelope.correlation_id))
+        pre_vote = (envelope.destination, envelope.source, envelope.correlation_id)
+        if isinstance(body, VoteResponse) and body.vote_granted and pre_vote not in self.pre_votes:
             # SingleVote: a voter grants one candidate per epoch, even across restarts.
             voter = (envelope.source, body.leader_epoch)
             chosen = self.votes.setdefault(voter, envelope.destination)

@@ -1,12 +1,13 @@
 """Raft messages as Kafka wire entities (kio's schemas), so the quorum can talk over
 the broker's ordinary request/response connections.
 
-Versions: Vote v0, BeginQuorumEpoch v0, EndQuorumEpoch v0, Fetch v12 (the first
-with ``diverging_epoch``, ``current_leader`` and ``snapshot_id``) and FetchSnapshot
-v0, each for partition 0 of ``__cluster_metadata``. Log entries travel as record
-batches v2, one batch per run of entries with the same epoch and kind; the epoch is
-the batch's partition leader epoch and leader-change entries are control batches,
-as in Kafka. Framing (sizes, headers, correlation ids) is the transport's job.
+Versions: Vote v2 (the first with ``pre_vote``), BeginQuorumEpoch v0, EndQuorumEpoch
+v0, Fetch v12 (the first with ``diverging_epoch``, ``current_leader`` and
+``snapshot_id``) and FetchSnapshot v0, each for partition 0 of ``__cluster_metadata``.
+Log entries travel as record batches v2, one batch per run of entries with the same
+epoch and kind; the epoch is the batch's partition leader epoch and leader-change
+entries are control batches, as in Kafka. Framing (sizes, headers, correlation ids)
+is the transport's job.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from kio.schema.fetch.v12 import response as fetch_resp
 from kio.schema.fetch_snapshot.v0 import request as snap_req
 from kio.schema.fetch_snapshot.v0 import response as snap_resp
 from kio.schema.types import BrokerId, TopicName
-from kio.schema.vote.v0 import request as vote_req
-from kio.schema.vote.v0 import response as vote_resp
+from kio.schema.vote.v2 import request as vote_req
+from kio.schema.vote.v2 import response as vote_resp
 from kio.static.primitive import Records, i32, i32Timedelta, i64
 
 from broker.raft import messages as m
@@ -121,8 +122,11 @@ def _vote_request(body: m.VoteRequest) -> Any:
         partition_index=_P0,
         replica_epoch=i32(body.candidate_epoch),
         replica_id=BrokerId(body.candidate_id),
+        replica_directory_id=None,
+        voter_directory_id=None,
         last_offset_epoch=i32(body.last_offset_epoch),
         last_offset=i64(body.last_offset),
+        pre_vote=body.pre_vote,
     )
     return vote_req.VoteRequest(topics=_topics(vote_req, part))
 
@@ -276,7 +280,9 @@ def from_wire(entity: Any) -> m.RaftRequest | m.RaftResponse:
     what = type(entity).__name__
     p = _partition(entity, what)
     if isinstance(entity, vote_req.VoteRequest):
-        return m.VoteRequest(p.replica_epoch, p.replica_id, p.last_offset_epoch, p.last_offset)
+        return m.VoteRequest(
+            p.replica_epoch, p.replica_id, p.last_offset_epoch, p.last_offset, p.pre_vote
+        )
     if isinstance(entity, vote_resp.VoteResponse):
         return m.VoteResponse(
             p.error_code,

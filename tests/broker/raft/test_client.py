@@ -12,6 +12,7 @@ from broker.raft.client import NotLeaderError, RaftClient
 from broker.raft.file_log import FileLog
 from broker.raft.file_quorum_store import FileQuorumStateStore
 from broker.raft.messages import Envelope, VoteRequest, VoteResponse
+from broker.raft.protocols import EntryKind
 from broker.raft.quorum_state import Role
 from broker.raft.simulation import SimCluster, VirtualClock
 from tests.broker.raft.test_simulation import wait_for_convergence
@@ -113,3 +114,49 @@ def test_a_restarted_voter_never_votes_twice_in_one_epoch(tmp_path: Path) -> Non
     assert client.role is Role.VOTED
     assert not ask(client, outbox, 3)
     assert ask(client, outbox, 2)
+
+
+def test_a_returning_isolated_follower_does_not_depose_the_leader() -> None:
+    """Pre-vote: cut off, the follower cannot win pre-votes, so it never raises the
+    epoch, and on its return the healthy leader stays."""
+    cluster = SimCluster(3, 91)
+    wait_for_convergence(cluster)
+    leader = cluster.leader()
+    assert leader is not None
+    epoch = leader.epoch
+    follower = min(cluster.ids - {leader.node_id})
+    cluster.network.partition([{follower}, set(cluster.ids - {follower})])
+    cluster.run_for(5000)
+    isolated = cluster.nodes[follower].client
+    assert isolated is not None and isolated.epoch == epoch
+    assert isolated.role in (Role.PROSPECTIVE, Role.FOLLOWER)  # seeking, never standing
+    cluster.network.heal()
+    wait_for_convergence(cluster)
+    assert cluster.leader() is leader and leader.epoch == epoch
+    assert isolated.role is Role.FOLLOWER and isolated.leader_id == leader.node_id
+
+
+@pytest.mark.parametrize("pre_vote", [False, True])
+def test_votes_go_only_to_candidates_with_a_log_at_least_as_long(
+    tmp_path: Path, pre_vote: bool
+) -> None:
+    outbox = Outbox()
+    log = FileLog(tmp_path / "log")
+    log.append_as_leader([b"a", b"b", b"c"], 1, EntryKind.DATA)
+    store = FileQuorumStateStore(tmp_path / "quorum-state")
+    client = RaftClient(
+        1, frozenset({1, 2, 3}), log, store, outbox, VirtualClock(), random.Random(1)
+    )
+    client.start()
+
+    def ask(epoch: int, last_epoch: int, last_offset: int) -> bool:
+        request = VoteRequest(epoch, 2, last_epoch, last_offset, pre_vote=pre_vote)
+        client.handle(Envelope(2, 1, epoch, request))
+        body = outbox.sent[-1].body
+        assert isinstance(body, VoteResponse)
+        return body.vote_granted
+
+    assert not ask(2, 1, 2)  # shorter log in the same epoch
+    assert not ask(3, 0, 5)  # longer, but of an older epoch
+    assert ask(4, 1, 3)  # as long
+    assert ask(5, 2, 1) is True  # a newer last epoch wins even if shorter

@@ -12,6 +12,7 @@ from broker.raft.quorum_state import (
     FollowerState,
     IllegalTransitionError,
     LeaderState,
+    ProspectiveState,
     QuorumState,
     ResignedState,
     Role,
@@ -28,17 +29,45 @@ def quorum(store: MemoryQuorumStateStore | None = None) -> QuorumState:
     return q
 
 
-def test_table_matches_kraft() -> None:
+def elect(q: QuorumState, epoch: int) -> None:
+    """Unattached at ``epoch - 1`` -> prospective -> candidate -> leader of ``epoch``."""
+    q.transition(ProspectiveState(epoch - 1, 1, VOTERS, 100))
+    q.transition(CandidateState(epoch, 1, VOTERS, 100))
+    q.transition(LeaderState(epoch, 1, VOTERS, 0, 0))
+
+
+def test_table_matches_kraft_with_pre_vote() -> None:
     assert TRANSITIONS[Role.LEADER] == {Role.UNATTACHED, Role.RESIGNED}
     assert Role.LEADER not in TRANSITIONS[Role.FOLLOWER]
     assert Role.LEADER in TRANSITIONS[Role.CANDIDATE]
+    assert [r for r, targets in TRANSITIONS.items() if Role.CANDIDATE in targets] == [
+        Role.PROSPECTIVE
+    ]
     assert all(Role.UNATTACHED in targets for targets in TRANSITIONS.values())
+
+
+def test_only_a_prospective_node_may_stand() -> None:
+    q = quorum()
+    with pytest.raises(IllegalTransitionError, match="unattached -> candidate"):
+        q.transition(CandidateState(1, 1, VOTERS, 100))
+    q.transition(ProspectiveState(0, 1, VOTERS, 100))
+    with pytest.raises(IllegalTransitionError, match="stays in its current epoch"):
+        q.transition(ProspectiveState(1, 1, VOTERS, 100))
+    q.transition(CandidateState(1, 1, VOTERS, 100))
+
+
+def test_prospective_follower_returns_only_to_its_own_leader() -> None:
+    q = quorum()
+    q.transition(FollowerState(3, 2, 100))
+    q.transition(ProspectiveState(3, 1, VOTERS, 100, leader_id=2))
+    with pytest.raises(IllegalTransitionError, match="already has leader 2"):
+        q.transition(FollowerState(3, 3, 100))
+    q.transition(FollowerState(3, 2, 100))
 
 
 def test_leader_cannot_become_follower_directly() -> None:
     q = quorum()
-    q.transition(CandidateState(1, 1, VOTERS, 100))
-    q.transition(LeaderState(1, 1, VOTERS, 0, 0))
+    elect(q, 1)
     with pytest.raises(IllegalTransitionError, match="leader -> follower"):
         q.transition(FollowerState(2, 2, 100))
 
@@ -50,6 +79,7 @@ def test_epoch_may_not_go_backwards_or_repeat() -> None:
         q.transition(UnattachedState(5, 100))
     with pytest.raises(IllegalTransitionError):
         q.transition(FollowerState(4, 2, 100))
+    q.transition(ProspectiveState(5, 1, VOTERS, 100))
     with pytest.raises(IllegalTransitionError, match="epoch after"):
         q.transition(CandidateState(7, 1, VOTERS, 100))
 
@@ -76,8 +106,7 @@ def test_vote_is_persisted_and_survives_restart() -> None:
 def test_restarted_leader_comes_back_resigned() -> None:
     store = MemoryQuorumStateStore()
     q = quorum(store)
-    q.transition(CandidateState(1, 1, VOTERS, 100))
-    q.transition(LeaderState(1, 1, VOTERS, 0, 0))
+    elect(q, 1)
     again = quorum(store)
     assert isinstance(again.state, ResignedState) and again.epoch == 1
     assert again.state.unacked == {2, 3}

@@ -105,7 +105,7 @@ def test_three_voters_stay_safe_and_live_under_chaos(seed: int) -> None:
 def test_five_voters_stay_safe_and_live_under_chaos(seed: int) -> None:
     cluster = SimCluster(5, seed)
     run_chaos(cluster, seed)
-    assert max(cluster.epochs.values()) > 3
+    assert max(cluster.epochs.values()) > 1, "the run never changed leaders"
 
 
 @settings(

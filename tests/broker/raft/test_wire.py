@@ -35,6 +35,7 @@ def entries_from(start: int, epochs: list[int], leader_change_at: set[int]) -> t
 
 MESSAGES: list[m.RaftRequest | m.RaftResponse] = [
     m.VoteRequest(7, 2, 6, 120),
+    m.VoteRequest(8, 3, 6, 120, pre_vote=True),
     m.VoteResponse(ErrorCode.none, None, 7, True),
     m.VoteResponse(ErrorCode.fenced_leader_epoch, 3, 9, False),
     m.BeginQuorumEpochRequest(2, 7),
