@@ -1,0 +1,59 @@
+"""`jepka test` arguments, config files and the live display (no cluster)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.cli import build_parser
+from harness.cli.test import LiveDisplay, spec_from_args
+from harness.runner import RunState
+from harness.spec import resolve
+
+
+def parse(*argv: str):  # type: ignore[no-untyped-def]
+    return spec_from_args(build_parser().parse_args(["test", *argv]))
+
+
+def test_flags_and_config_file_merge(tmp_path: Path) -> None:
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("workload: eos\nrate: 7\nnemesis: kill\n")
+    spec = parse("--config", str(cfg), "--rate", "9", "--bug", "a", "--bug", "b")
+    assert (spec.workload, spec.rate, spec.nemesis, spec.bug) == ("eos", 9.0, ("kill",), ("a", "b"))
+
+
+def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "test", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_bad_input_is_one_line_and_exit_254(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rate: [1\n")
+    for argv, message in [
+        (["--rate", "fast"], "rate: 'fast' is not a number"),
+        (["--nemesis", "kill,meteor"], "nemesis: 'meteor' is not one of"),
+        (["--config", str(bad)], "not valid YAML"),
+        (["--workload", "nope"], "invalid choice"),
+    ]:
+        proc = run_cli(*argv)
+        assert proc.returncode == 254, proc.stderr
+        assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_live_display_shows_counts_and_faults() -> None:
+    state = RunState(phase="running")
+    state.counts.completed.update(ok=7, fail=2, info=1)
+    state.faults["start-partition"] = "majority"
+    console = Console(width=120, record=True)
+    console.print(LiveDisplay(state, resolve(None, {"seed": 4})).render())
+    text = console.export_text()
+    assert "queue-none (seed 4)" in text and "running" in text
+    assert "7 / 2 / 1" in text and "start-partition majority" in text
