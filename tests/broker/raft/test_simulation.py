@@ -108,6 +108,7 @@ def test_five_voters_stay_safe_and_live_under_chaos(seed: int) -> None:
     assert max(cluster.epochs.values()) > 1, "the run never changed leaders"
 
 
+@pytest.mark.slow
 @settings(
     max_examples=30,
     deadline=None,
@@ -140,6 +141,7 @@ def test_generated_fault_schedules_keep_the_invariants(
     cluster.check_nothing_committed_lost()
 
 
+@pytest.mark.slow
 def test_chaos_over_file_logs_with_recovery(tmp_path: Path) -> None:
     """The same run on the real file-backed log: every restart reopens and recovers it."""
     cluster = SimCluster(3, 21, log_factory=lambda i: FileLog(tmp_path / f"node-{i}", 4096))
