@@ -19,6 +19,8 @@ import paramiko
 
 from harness.control import Result
 
+CONNECT_ATTEMPTS = 4
+
 
 @dataclass(frozen=True, slots=True)
 class SshConfig:
@@ -40,22 +42,41 @@ class SshRemote:
         self._lock = threading.Lock()
 
     def _connect(self) -> paramiko.SSHClient:
+        """The live connection, (re)connecting with a few retries: a loaded
+        host may drop a handshake now and then."""
         with self._lock:
-            if self._client is None:
+            transport = self._client.get_transport() if self._client else None
+            if self._client is not None and (transport is None or not transport.is_active()):
+                self._client.close()
+                self._client = None
+            for attempt in range(CONNECT_ATTEMPTS):
+                if self._client is not None:
+                    break
                 client = paramiko.SSHClient()
                 client.load_system_host_keys()
                 if not self.config.strict_host_keys:
                     client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
-                client.connect(
-                    self.host,
-                    port=self.config.port,
-                    username=self.config.user,
-                    key_filename=self.config.key_file,
-                    allow_agent=self.config.key_file is None,
-                    look_for_keys=self.config.key_file is None,
-                    timeout=self.config.connect_timeout,
-                )
+                try:
+                    client.connect(
+                        self.host,
+                        port=self.config.port,
+                        username=self.config.user,
+                        key_filename=self.config.key_file,
+                        allow_agent=self.config.key_file is None,
+                        look_for_keys=self.config.key_file is None,
+                        timeout=self.config.connect_timeout,
+                        banner_timeout=self.config.connect_timeout,
+                    )
+                except paramiko.AuthenticationException:
+                    raise
+                except (OSError, paramiko.SSHException):
+                    client.close()
+                    if attempt == CONNECT_ATTEMPTS - 1:
+                        raise
+                    time.sleep(0.5 * (attempt + 1))
+                    continue
                 self._client = client
+            assert self._client is not None
             return self._client
 
     @property

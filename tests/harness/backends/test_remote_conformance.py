@@ -1,0 +1,136 @@
+"""One conformance suite for every transport: commands, quoting, copies,
+daemons and signals, and iptables chains behave the same on a namespace, a
+container and an SSH host (as trio checks every stream with one suite)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.backends import docker as docker_backend
+from harness.backends.base import Node, Remote
+from harness.backends.local import NetnsRemote
+from harness.backends.ssh import SshConfig, SshRemote
+from harness.control import daemon_line, join, signal_line
+from harness.db.base import process_state
+from harness.net import iptables
+from tests.nemesis.probes import netns_available
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(params=["netns", "docker", "ssh"])
+def node(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Node]:
+    kind = request.param
+    if kind == "netns":
+        reason = netns_available()
+        if reason:
+            pytest.skip(reason)
+        ns = f"jk-conf-{uuid.uuid4().hex[:6]}"
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+        try:
+            yield Node("n1", "127.0.0.1", NetnsRemote(ns), str(tmp_path / "root"), 1)
+        finally:
+            subprocess.run(["ip", "netns", "del", ns], check=False)
+    elif kind == "docker":
+        if not docker_backend.engine_running():
+            pytest.skip("the Docker engine is not running (scripts/setup-system.sh starts it)")
+        docker_backend.ensure_image()
+        cid = subprocess.run(
+            [
+                "docker",
+                "run",
+                "-d",
+                "--rm",
+                "--init",
+                "--cap-add",
+                "NET_ADMIN",
+                docker_backend.IMAGE,
+                "sleep",
+                "600",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        try:
+            yield Node("n1", "127.0.0.1", docker_backend.DockerRemote(cid), "/data/conf", 1)
+        finally:
+            subprocess.run(["docker", "rm", "-f", cid], check=False, capture_output=True)
+    else:
+        hosts, key, _ = request.getfixturevalue("ssh_hosts")
+        remote = SshRemote(hosts[0], SshConfig(key_file=key), str(tmp_path / "ssh.log"))
+        try:
+            yield Node("n1", hosts[0], remote, str(tmp_path / "root"), 1)
+        finally:
+            remote.close()
+
+
+def test_exit_codes_and_streams(node: Node) -> None:
+    assert isinstance(node.remote, Remote)
+    result = node.remote.execute("echo out; echo err >&2; exit 3")
+    assert (result.exit, result.out, result.err) == (3, "out\n", "err\n")
+    with pytest.raises(RuntimeError, match=r"on n1: .* exited 3"):
+        node.run("exit 3")
+
+
+def test_quoting_survives_the_transport(node: Node) -> None:
+    nasty = "a b'c\"$HOME;`id` \\ *"
+    assert node.run(join(["printf", "%s", nasty])).out == nasty
+
+
+def test_upload_download_round_trip(node: Node, tmp_path: Path) -> None:
+    payload = bytes(range(256)) * 64
+    src, back = tmp_path / "src.bin", tmp_path / "back" / "copy.bin"
+    src.write_bytes(payload)
+    node.run(f"mkdir -p {node.root}")
+    node.remote.upload(str(src), f"{node.root}/f.bin")
+    assert node.run(f"wc -c < {node.root}/f.bin").out.strip() == str(len(payload))
+    node.remote.download(f"{node.root}/f.bin", str(back))
+    assert back.read_bytes() == payload
+
+
+def test_daemon_survives_its_command_and_obeys_signals(node: Node) -> None:
+    pidfile = f"{node.root}/broker.pid"
+    node.run(
+        daemon_line(
+            ["sleep", "120"], cwd=node.root, pidfile=pidfile, logfile=f"{node.root}/out.log"
+        )
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not process_state(node) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process_state(node) in ("S", "R")
+        node.run(signal_line(pidfile, "STOP"))
+        assert process_state(node) == "T"
+        node.run(signal_line(pidfile, "CONT"))
+        assert process_state(node) in ("S", "R")
+    finally:
+        node.run(signal_line(pidfile, "KILL"))
+    deadline = time.monotonic() + 10
+    while process_state(node) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process_state(node) == ""
+    node.run(signal_line(pidfile, "KILL"))  # idempotent on a dead process
+
+
+def test_iptables_chains_come_and_go(node: Node) -> None:
+    node.run(iptables.drop_lines(inbound=["198.18.250.7"], outbound=["198.18.250.8"]))
+    node.run(iptables.drop_lines(inbound=["198.18.250.9"]))  # chains exist already: fine
+    assert iptables.rules(node) == [
+        "-A JEPKA-IN -s 198.18.250.7/32 -j DROP",
+        "-A JEPKA-IN -s 198.18.250.9/32 -j DROP",
+        "-A JEPKA-OUT -d 198.18.250.8/32 -j DROP",
+    ]
+    node.run(iptables.heal_line())
+    assert iptables.rules(node) == []
+    node.run(iptables.remove_line())
+    node.run(iptables.remove_line())  # idempotent
+    hooks = node.run("iptables -w -S INPUT; iptables -w -S OUTPUT").out
+    assert "JEPKA" not in hooks
