@@ -29,7 +29,7 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.raft import divergence
+from broker.raft import replication
 from broker.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -383,29 +383,7 @@ class RaftClient:
             return FetchResponse(ErrorCode.unknown_leader_epoch, leader, epoch)
         if not isinstance(state, LeaderState):
             return FetchResponse(ErrorCode.not_leader_or_follower, leader, epoch)
-        state.record_contact(source, self.clock.now_ms())
-        start = self.log.start_offset
-        check = divergence.validate_fetch(
-            self.log, request.fetch_offset, request.last_fetched_epoch
-        )
-        if check.kind is divergence.FetchPosition.SNAPSHOT:
-            return FetchResponse(
-                ErrorCode.none,
-                leader,
-                epoch,
-                state.high_watermark,
-                start,
-                snapshot_id=check.position,
-            )
-        if check.kind is divergence.FetchPosition.DIVERGING:
-            return FetchResponse(
-                ErrorCode.none, leader, epoch, state.high_watermark, start, check.position
-            )
-        state.update_replica(source, request.fetch_offset, self.clock.now_ms())
-        entries = self.log.read(request.fetch_offset, min(request.max_entries, 4096))
-        return FetchResponse(
-            ErrorCode.none, leader, epoch, state.high_watermark, start, records=tuple(entries)
-        )
+        return replication.serve_fetch(self.log, state, source, request, self.clock.now_ms())
 
     def _handle_fetch_snapshot(self, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
         leader, epoch = self._who()
@@ -413,16 +391,7 @@ class RaftClient:
             code = self._epoch_error(request.current_leader_epoch)
             code = ErrorCode.not_leader_or_follower if code is ErrorCode.none else code
             return FetchSnapshotResponse(code, leader, epoch)
-        snapshot = self.log.latest_snapshot()
-        if snapshot is None or snapshot.snapshot_id != request.snapshot_id:
-            return FetchSnapshotResponse(ErrorCode.snapshot_not_found, leader, epoch)
-        size = len(snapshot.data)
-        if request.position > size:
-            return FetchSnapshotResponse(ErrorCode.position_out_of_range, leader, epoch)
-        chunk = snapshot.data[request.position : request.position + request.max_bytes]
-        return FetchSnapshotResponse(
-            ErrorCode.none, leader, epoch, snapshot.snapshot_id, size, request.position, chunk
-        )
+        return replication.serve_fetch_snapshot(self.log, request, self.node_id, epoch)
 
     # -- responses -----------------------------------------------------------------------
     def _handle_response(self, source: int, request: RaftRequest, response: RaftResponse) -> None:
@@ -481,47 +450,18 @@ class RaftClient:
             state.next_fetch_ms = now + self.config.fetch_interval_ms
             return
         state.fetch_deadline = self._fetch_deadline()
-        state.next_fetch_ms = now
-        if request.fetch_offset != self.log.end_offset:
-            return  # our log moved since the request (a truncation): ask again
-        if response.diverging_epoch is not None:
-            cut = divergence.truncation_offset(self.log, response.diverging_epoch)
-            if state.high_watermark is not None and cut < state.high_watermark:
-                raise AssertionError(
-                    f"node {self.node_id}: truncation to {cut} below high watermark "
-                    f"{state.high_watermark}"
-                )
-            self.log.truncate_to(cut)
-            return
-        if response.snapshot_id is not None:
-            state.snapshot_id = response.snapshot_id
-            state.snapshot_buffer = bytearray()
-            return
-        if response.records:
-            self.log.append_as_follower(list(response.records))
-        else:
-            state.next_fetch_ms = now + self.config.fetch_interval_ms
-        state.update_high_watermark(response.high_watermark, self.log.end_offset)
+        more = replication.apply_fetch_response(self.log, state, request, response)
+        state.next_fetch_ms = now if more else now + self.config.fetch_interval_ms
 
     def _handle_fetch_snapshot_response(
         self, state: FollowerState, response: FetchSnapshotResponse
     ) -> None:
-        now = self.clock.now_ms()
-        sid = state.snapshot_id
-        if response.error_code is not ErrorCode.none or sid is None or response.snapshot_id != sid:
+        if not replication.snapshot_chunk_fits(state, response):
             state.snapshot_id = None  # the leader moved on: start again with a fetch
-            state.next_fetch_ms = now + self.config.fetch_interval_ms
+            state.next_fetch_ms = self.clock.now_ms() + self.config.fetch_interval_ms
             return
         state.fetch_deadline = self._fetch_deadline()
-        if response.position != len(state.snapshot_buffer):
-            return
-        state.snapshot_buffer.extend(response.chunk)
-        if len(state.snapshot_buffer) < response.size:
-            return
-        snapshot = Snapshot(sid, bytes(state.snapshot_buffer))
-        self.log.install_snapshot(snapshot)
-        state.snapshot_id, state.snapshot_buffer = None, bytearray()
-        state.update_high_watermark(snapshot.snapshot_id.offset, self.log.end_offset)
+        replication.apply_snapshot_chunk(self.log, state, response)
 
     # -- transitions ---------------------------------------------------------------------
     def _observe(self, epoch: int, leader_id: int | None) -> bool:
