@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.api.registry import SERVICES, load_handlers
 from broker.config import BrokerConfig, ConfigError
@@ -17,6 +17,9 @@ from broker.network.metrics import RequestMetrics
 from broker.network.server import SocketServer
 from broker.server.replica_manager import ReplicaManager
 from broker.server.topics import TopicStore
+
+if TYPE_CHECKING:
+    from broker.replication.cluster_node import ClusterNode
 
 log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
@@ -30,6 +33,11 @@ class Broker:
         self.ledger = FsyncLedger(config.data_dir)
         self.topics = TopicStore(config.data_dir, self.ledger)
         self.replica_manager = ReplicaManager(config, self.ledger, self.topics)
+        self.cluster: ClusterNode | None = None
+        if config["controller.quorum.voters"]:
+            from broker.replication.cluster_node import ClusterNode
+
+            self.cluster = ClusterNode(self)
         self.services: dict[str, Any] = {}
         self.server = SocketServer(self)
         self.request_metrics = RequestMetrics()
@@ -47,6 +55,15 @@ class Broker:
             for s in sorted(self.handlers.values(), key=lambda s: s.api_key)
         ]
 
+    def cluster_brokers(self) -> list[tuple[int, str, int]]:
+        """``(node_id, host, port)`` of every live broker a client may use."""
+        if self.cluster is None:
+            return [(self.node_id, self.host, self.port)]
+        return self.cluster.brokers()
+
+    def controller_id(self) -> int:
+        return self.node_id if self.cluster is None else self.cluster.controller_id()
+
     async def start(self) -> None:
         marker = self.config.data_dir / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
@@ -54,9 +71,13 @@ class Broker:
             marker.unlink()
             fsync_dir(self.config.data_dir)
         self.replica_manager.open_all(clean)
+        if self.cluster is not None:
+            await self.cluster.start(clean)
         for name, factory in SERVICES.items():
             self.services[name] = factory(self)
             await self.services[name].start()
+        if self.cluster is not None:
+            self.cluster.services_started()
         try:
             self.port = await self.server.start(self.config.host, self.config.port)
         except OSError as e:
@@ -83,6 +104,8 @@ class Broker:
     async def stop(self) -> None:
         """Clean shutdown: stop listening, stop services, flush and close logs."""
         await self.server.stop()
+        if self.cluster is not None:
+            await self.cluster.stop()
         for line in self.request_metrics.summary():
             log.info(line)
         for task in self._tasks:

@@ -114,6 +114,13 @@ BROKER_KEYS: dict[str, Key] = {
     "group.initial.rebalance.delay.ms": Key(_int, 3000, 0),
     "group.max.size": Key(_int, 2**31 - 1, 1),
     "offsets.retention.minutes": Key(_int, 10080, 1),
+    # Combined-mode cluster (``--voters``); empty: a single node, no controller quorum.
+    "controller.quorum.voters": Key(_str, ""),
+    "controller.quorum.election.timeout.ms": Key(_int, 1000, 1),
+    "controller.quorum.fetch.timeout.ms": Key(_int, 2000, 1),
+    "controller.quorum.request.timeout.ms": Key(_int, 500, 1),
+    "broker.heartbeat.interval.ms": Key(_int, 500, 1),
+    "broker.session.timeout.ms": Key(_int, 9000, 1),
 }
 
 

@@ -26,11 +26,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key"
     )
+    parser.add_argument(
+        "--voters",
+        metavar="ID@HOST:PORT,...",
+        help="controller quorum voters (combined mode); without it a single node",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     """Validates arguments and prepares the data dir; raises ``ConfigError``."""
-    config = load_config(args.node_id, args.listen, args.data_dir, args.config, args.set)
+    overrides = list(args.set)
+    if args.voters is not None:
+        overrides.append(f"controller.quorum.voters={args.voters}")
+    config = load_config(args.node_id, args.listen, args.data_dir, args.config, overrides)
     try:
         config.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -17,9 +17,10 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> dict[str
         "error_message": None,
         "endpoint_type": 1,
         "cluster_id": broker.config["cluster.id"],
-        "controller_id": broker.node_id,
+        "controller_id": broker.controller_id(),
         "brokers": [
-            {"broker_id": broker.node_id, "host": broker.host, "port": broker.port, "rack": None}
+            {"broker_id": node, "host": host, "port": port, "rack": None}
+            for node, host, port in broker.cluster_brokers()
         ],
         "cluster_authorized_operations": -2147483648,
     }

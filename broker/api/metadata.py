@@ -73,6 +73,10 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             and getattr(request, "allow_auto_topic_creation", True)
             and broker.config["auto.create.topics.enable"]
         ):
+            if broker.cluster is not None:  # created by the controller; retry to see it
+                await broker.cluster.auto_create(wanted)
+                topics.append(error_entry(wanted, ErrorCode.leader_not_available))
+                continue
             try:
                 topic = broker.replica_manager.create_topic(wanted, -1, -1, {})
             except KafkaError as e:
@@ -86,10 +90,11 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "brokers": [
-            {"node_id": broker.node_id, "host": broker.host, "port": broker.port, "rack": None}
+            {"node_id": node, "host": host, "port": port, "rack": None}
+            for node, host, port in broker.cluster_brokers()
         ],
         "cluster_id": broker.config["cluster.id"],
-        "controller_id": broker.node_id,
+        "controller_id": broker.controller_id(),
         "topics": topics,
         "cluster_authorized_operations": -2147483648,
     }

@@ -12,6 +12,8 @@ from broker.server.topics import check_topic_name
 
 @api(19, 2, 5)
 async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if ctx.broker.cluster is not None and not request.validate_only:
+        return await ctx.broker.cluster.forward_create_topics(request)
     manager = ctx.broker.replica_manager
     results = []
     for wanted in request.topics:

@@ -68,8 +68,9 @@ class CoordinatorService:
                 )  # fmt: skip
                 runtime.num_partitions = len(topic.partitions)
             for partition in range(runtime.num_partitions):
-                leader_epoch = manager.partition(runtime.topic, partition).leader_epoch
-                await self.become_leader(runtime.topic, partition, leader_epoch)
+                hosted = manager.partitions.get((runtime.topic, partition))
+                if hosted is not None and hosted.assignment.leader == self.broker.node_id:
+                    await self.become_leader(runtime.topic, partition, hosted.leader_epoch)
         self.txn.start()
 
     async def stop(self) -> None:
@@ -98,6 +99,8 @@ class CoordinatorService:
         The single place that maps a key to a node: the leader of its internal
         partition, which on one node is this node whenever the shard is loaded."""
         runtime = self.group.runtime if key_type is CoordinatorType.GROUP else self.txn.runtime
-        if not runtime.owns(runtime.partition_for(key)):
-            return None
-        return self.broker.node_id, self.broker.host, self.broker.port
+        partition = runtime.partition_for(key)
+        if runtime.owns(partition):
+            return self.broker.node_id, self.broker.host, self.broker.port
+        cluster = self.broker.cluster
+        return None if cluster is None else cluster.leader_address(runtime.topic, partition)

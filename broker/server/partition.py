@@ -45,6 +45,14 @@ class Partition:
             raise KafkaError(ErrorCode.fenced_leader_epoch, f"epoch {epoch} < {self.leader_epoch}")
         raise KafkaError(ErrorCode.unknown_leader_epoch, f"epoch {epoch} > {self.leader_epoch}")
 
+    def check_leader(self, node_id: int) -> None:
+        """Only the leader serves produce and consumer fetches."""
+        if self.assignment.leader != node_id:
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower,
+                f"{self.topic}-{self.index} is led by {self.assignment.leader}",
+            )
+
     def maybe_advance_hw(self) -> None:
         """Single node: everything appended is replicated to the whole ISR."""
         if self.log.next_offset > self.high_watermark:

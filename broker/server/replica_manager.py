@@ -153,6 +153,7 @@ class ReplicaManager:
         self, topic: str, index: int, data: bytes, acks: int, from_client: bool = True
     ) -> AppendResult:
         partition = self.partition(topic, index)
+        partition.check_leader(self.config.node_id)
         min_isr = partition.log.config["min.insync.replicas"]
         if acks == -1 and len(partition.isr) < min_isr:
             raise KafkaError(
@@ -187,6 +188,7 @@ class ReplicaManager:
         try:
             partition = self.partition(request.topic, request.partition)
             partition.check_leader_epoch(request.current_leader_epoch)
+            partition.check_leader(self.config.node_id)
             plog = partition.log
             upper = partition.last_stable_offset if read_committed else partition.high_watermark
             records = plog.read(request.offset, request.max_bytes, upper, min_one)

@@ -1,0 +1,166 @@
+"""The controller's Kafka APIs between kio entities and ``broker.controller``'s
+requests: BrokerRegistration, BrokerHeartbeat and CreateTopics (forwarded by brokers
+to the active controller, as KRaft brokers do). Builders for the broker side and
+handlers for the controller side live together so the two cannot drift apart."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from concurrent.futures import Future
+from typing import Any
+
+from kio.schema.broker_heartbeat.v0 import request as hb_req
+from kio.schema.broker_heartbeat.v0 import response as hb_resp
+from kio.schema.broker_registration.v0 import request as reg_req
+from kio.schema.broker_registration.v0 import response as reg_resp
+from kio.schema.create_topics.v7 import request as ct_req
+from kio.schema.create_topics.v7 import response as ct_resp
+from kio.schema.errors import ErrorCode
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
+
+from broker.controller import requests as c
+from broker.controller.quorum_controller import NotControllerError, QuorumController
+
+NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+
+
+async def outcome(future: Future[object]) -> tuple[ErrorCode, Any]:
+    """The controller's answer, or NOT_CONTROLLER if it is not (or stopped being) active."""
+    try:
+        return ErrorCode.none, await asyncio.wrap_future(future)
+    except NotControllerError:
+        return ErrorCode.not_controller, None
+
+
+# -- BrokerRegistration --------------------------------------------------------------------
+def registration_request(
+    broker_id: int, cluster_id: str, incarnation: uuid.UUID, host: str, port: int
+) -> Any:
+    listener = reg_req.Listener(
+        name="PLAINTEXT", host=host, port=u16(port), security_protocol=i16(0)
+    )
+    return reg_req.BrokerRegistrationRequest(
+        broker_id=BrokerId(broker_id),
+        cluster_id=cluster_id,
+        incarnation_id=incarnation,
+        listeners=(listener,),
+        features=(),
+        rack=None,
+    )
+
+
+async def handle_registration(controller: QuorumController, request: Any) -> Any:
+    if not request.listeners:
+        return reg_resp.BrokerRegistrationResponse(
+            throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request, broker_epoch=i64(-1)
+        )
+    listener = request.listeners[0]
+    code, answer = await outcome(
+        controller.register_broker(
+            c.BrokerRegistrationRequest(
+                request.broker_id,
+                str(request.incarnation_id),
+                listener.host,
+                listener.port,
+                request.rack,
+            )
+        )
+    )
+    if answer is not None:
+        code = answer.error_code
+    return reg_resp.BrokerRegistrationResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        broker_epoch=i64(answer.broker_epoch if answer is not None else -1),
+    )
+
+
+# -- BrokerHeartbeat -----------------------------------------------------------------------
+def heartbeat_request(broker_id: int, broker_epoch: int, metadata_offset: int) -> Any:
+    return hb_req.BrokerHeartbeatRequest(
+        broker_id=BrokerId(broker_id),
+        broker_epoch=i64(broker_epoch),
+        current_metadata_offset=i64(metadata_offset),
+        want_fence=False,
+        want_shut_down=False,
+    )
+
+
+async def handle_heartbeat(controller: QuorumController, request: Any) -> Any:
+    code, answer = await outcome(
+        controller.broker_heartbeat(
+            c.BrokerHeartbeatRequest(
+                request.broker_id,
+                request.broker_epoch,
+                request.current_metadata_offset,
+                request.want_fence,
+            )
+        )
+    )
+    if answer is not None:
+        code = answer.error_code
+    return hb_resp.BrokerHeartbeatResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        is_caught_up=True,
+        is_fenced=answer.is_fenced if answer is not None else True,
+        should_shut_down=False,
+    )
+
+
+# -- CreateTopics --------------------------------------------------------------------------
+def create_topics_request(topics: list[c.CreatableTopic]) -> Any:
+    return ct_req.CreateTopicsRequest(
+        topics=tuple(
+            ct_req.CreatableTopic(
+                name=TopicName(t.name),
+                num_partitions=i32(t.num_partitions),
+                replication_factor=i16(t.replication_factor),
+                assignments=(),
+                configs=tuple(
+                    ct_req.CreatableTopicConfig(name=k, value=v) for k, v in t.configs.items()
+                ),
+            )
+            for t in topics
+        ),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        validate_only=False,
+    )
+
+
+def creatable_topics(request: Any) -> list[c.CreatableTopic]:
+    """The topics of any CreateTopics version, as the controller takes them."""
+    return [
+        c.CreatableTopic(
+            t.name,
+            t.num_partitions,
+            t.replication_factor,
+            {cfg.name: cfg.value for cfg in t.configs if cfg.value is not None},
+        )
+        for t in request.topics
+    ]
+
+
+async def handle_create_topics(controller: QuorumController, request: Any) -> Any:
+    topics = creatable_topics(request)
+    code, answer = await outcome(controller.create_topics(topics))
+    results = answer or [c.CreatableTopicResult(t.name, code) for t in topics]
+    return ct_resp.CreateTopicsResponse(
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            ct_resp.CreatableTopicResult(
+                name=TopicName(r.name),
+                topic_id=uuid.UUID(r.topic_id) if r.topic_id else None,
+                error_code=r.error_code,
+                error_message=r.error_message,
+                topic_config_error_code=i16(0),
+                num_partitions=i32(r.num_partitions),
+                replication_factor=i16(r.replication_factor),
+                configs=(),
+            )
+            for r in results
+        ),
+    )

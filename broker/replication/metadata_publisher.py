@@ -1,0 +1,112 @@
+"""Applies each committed metadata image to the broker (KRaft's
+``BrokerMetadataPublisher``): the topic table the APIs answer from, the local
+replicas (opened, re-assigned with their new leader and epoch, or deleted) and the
+coordinators, which follow the leadership of their internal partitions."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from broker.config import topic_config
+from broker.log.log import Log
+from broker.metadata.image import MetadataDelta, MetadataImage
+from broker.server.partition import Partition
+from broker.server.topics import INTERNAL_TOPICS, PartitionAssignment, TopicInfo
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger(__name__)
+TopicPartition = tuple[str, int]
+
+
+def topic_table(image: MetadataImage) -> dict[str, TopicInfo]:
+    """The image's topics in the broker's own ``TopicInfo`` form."""
+    table = {}
+    for topic in image.topics.values():
+        assignments = [
+            PartitionAssignment(list(p.replicas), p.leader, p.leader_epoch, list(p.isr))
+            for _, p in sorted(topic.partitions.items())
+        ]
+        configs = dict(image.configs.get(("topic", topic.name), {}))
+        table[topic.name] = TopicInfo(topic.name, topic.topic_id, assignments, configs)
+    return table
+
+
+class BrokerMetadataPublisher:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.image: MetadataImage | None = None
+        self.clean_start = False
+        self.coordinators_ready = False
+        self._coordinated: dict[TopicPartition, int] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        self.image = image
+        table = topic_table(image)
+        self.broker.topics.topics.clear()
+        self.broker.topics.topics.update(table)
+        self._apply_replicas(table)
+        if self.coordinators_ready:
+            self.follow_coordinators()
+
+    def _apply_replicas(self, table: dict[str, TopicInfo]) -> None:
+        node = self.broker.node_id
+        manager = self.broker.replica_manager
+        wanted = {
+            (t.name, i): (t, a)
+            for t in table.values()
+            for i, a in enumerate(t.partitions)
+            if node in a.replicas
+        }
+        for tp in [tp for tp in manager.partitions if tp not in wanted]:
+            partition = manager.partitions.pop(tp)
+            partition.log.delete()
+            partition.wake()
+            log.info("deleted replica %s-%d", *tp)
+        for tp, (topic, assignment) in wanted.items():
+            partition = manager.partitions.get(tp)
+            if partition is None:
+                directory = self.broker.config.data_dir / f"{tp[0]}-{tp[1]}"
+                settings = topic_config(self.broker.config, topic.configs)
+                plog = Log.open(directory, settings, manager.ledger, self.clean_start)
+                manager.partitions[tp] = Partition(tp[0], tp[1], plog, assignment)
+            elif partition.assignment != assignment:
+                partition.assignment = assignment
+                partition.wake()
+
+    def coordinators_started(self) -> None:
+        """The coordinators loaded what this node leads at start; later changes follow."""
+        self._coordinated = self._led_internal()
+        self.coordinators_ready = True
+        self.follow_coordinators()
+
+    def _led_internal(self) -> dict[TopicPartition, int]:
+        node = self.broker.node_id
+        return {
+            (name, index): a.leader_epoch
+            for name in INTERNAL_TOPICS
+            if (topic := self.broker.topics.topics.get(name)) is not None
+            for index, a in enumerate(topic.partitions)
+            if a.leader == node
+        }
+
+    def follow_coordinators(self) -> None:
+        """Loads the coordinator shard of every internal partition led here, at its
+        leader epoch, and unloads those led elsewhere now."""
+        service = self.broker.services.get("coordinators")
+        if service is None:
+            return
+        led = self._led_internal()
+        for tp in [tp for tp in self._coordinated if tp not in led]:
+            del self._coordinated[tp]
+            service.resign(*tp)
+        for tp, epoch in led.items():
+            if self._coordinated.get(tp) != epoch:
+                self._coordinated[tp] = epoch
+                task = asyncio.get_running_loop().create_task(service.become_leader(*tp, epoch))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)

@@ -1,0 +1,95 @@
+"""The Raft ``NetworkChannel`` over Kafka connections: outbound requests go to the
+destination voter's controller listener as kio entities (``broker.raft.wire``) and
+their responses are delivered back to the driver; inbound requests are handed to the
+driver and answered when the client sends its response envelope.
+
+As the channel contract allows, a message may be lost: a request to a peer that is
+down, slow or still busy with our previous request is dropped, and the Raft client's
+own timers resend it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from broker.raft import messages as m
+from broker.raft import wire
+from broker.raft.driver import RaftDriver
+from broker.replication.peer_client import PeerConnection, PeerError
+from broker.replication.voters import Voter
+
+log = logging.getLogger(__name__)
+
+
+def request_source(body: m.RaftRequest) -> int:
+    """The sending voter, as each request names it."""
+    if isinstance(body, m.VoteRequest):
+        return body.candidate_id
+    if isinstance(body, m.BeginQuorumEpochRequest | m.EndQuorumEpochRequest):
+        return body.leader_id
+    return body.replica_id
+
+
+class RaftTransport:
+    def __init__(self, node_id: int, voters: dict[int, Voter], timeout_ms: int) -> None:
+        self.node_id = node_id
+        self.timeout = timeout_ms / 1000
+        self.driver: RaftDriver | None = None
+        self._peers = {
+            v.node_id: PeerConnection(v.host, v.port, f"jepka-raft-{node_id}")
+            for v in voters.values()
+            if v.node_id != node_id
+        }
+        self._answers: dict[tuple[int, int], asyncio.Future[m.RaftResponse]] = {}
+        self._inbound = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- NetworkChannel ------------------------------------------------------------------
+    def send(self, envelope: m.Envelope) -> None:
+        if not envelope.is_request:
+            answer = self._answers.pop((envelope.destination, envelope.correlation_id), None)
+            if answer is not None and not answer.done():
+                answer.set_result(envelope.body)  # type: ignore[arg-type]
+            return
+        peer = self._peers.get(envelope.destination)
+        if peer is None or peer.busy:
+            return
+        task = asyncio.get_running_loop().create_task(self._call(peer, envelope))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _call(self, peer: PeerConnection, envelope: m.Envelope) -> None:
+        try:
+            response = await peer.request(wire.to_wire(envelope.body), self.timeout)
+            body = wire.from_wire(response)
+        except (PeerError, wire.WireError) as e:
+            log.debug("raft request to %d lost: %s", envelope.destination, e)
+            return
+        if self.driver is not None:
+            self.driver.deliver(
+                m.Envelope(envelope.destination, self.node_id, envelope.correlation_id, body)
+            )
+
+    # -- inbound -------------------------------------------------------------------------
+    async def handle(self, entity: Any) -> Any:
+        """Answers one inbound Raft request (a kio entity) with the client's response."""
+        body = wire.from_wire(entity)
+        if self.driver is None or isinstance(body, m.RaftResponse):
+            raise wire.WireError(f"unexpected {type(entity).__name__}")
+        self._inbound += 1
+        key = (request_source(body), self._inbound)
+        answer: asyncio.Future[m.RaftResponse] = asyncio.get_running_loop().create_future()
+        self._answers[key] = answer
+        self.driver.deliver(m.Envelope(key[0], self.node_id, key[1], body))
+        try:
+            return wire.to_wire(await asyncio.wait_for(answer, self.timeout))
+        finally:
+            self._answers.pop(key, None)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for peer in self._peers.values():
+            peer.close()

@@ -1,0 +1,59 @@
+"""confluent-kafka helpers shared by the cluster tests."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, rf: int, **configs: str) -> None:
+    topic = NewTopic(name, partitions, rf, config=dict(configs))
+    client = admin(bootstrap)  # kept alive until the result is in
+    client.create_topics([topic], operation_timeout=30)[name].result(60)
+
+
+def produce(bootstrap: str, topic: str, values: dict[int, list[str]], **conf: Any) -> list[Any]:
+    """Sends ``values`` per partition; returns the delivery errors (None when acked)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **conf})
+    outcomes: list[Any] = []
+    for partition, items in values.items():
+        for value in items:
+            producer.produce(
+                topic,
+                value=value,
+                partition=partition,
+                on_delivery=lambda e, _m: outcomes.append(e),
+            )
+    assert producer.flush(60) == 0
+    return outcomes
+
+
+def read_partition(
+    bootstrap: str, topic: str, partition: int, expect: int, timeout: float = 30
+) -> list[str]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
+         "enable.auto.commit": False}
+    )  # fmt: skip
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    values: list[str] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(values) < expect and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() and message.error().code() != KafkaError._PARTITION_EOF:
+                continue
+            if not message.error():
+                values.append(message.value().decode())
+    finally:
+        consumer.close()
+    return values

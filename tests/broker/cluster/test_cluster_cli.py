@@ -1,0 +1,80 @@
+"""Three ``jepka broker --voters`` processes form one cluster: a controller is
+elected, brokers register, topics get RF 3 with leaders spread, and unmodified
+confluent-kafka clients are served; the controller fails over."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import Consumer
+
+from broker.replication.local_cluster import LocalCluster
+from tests.broker.cluster.clients import admin, create_topic, produce, read_partition
+
+pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
+
+
+def test_three_nodes_serve_clients_with_spread_leaders(
+    start_cluster: Callable[..., LocalCluster],
+) -> None:
+    cluster = start_cluster()
+    create_topic(cluster.bootstrap, "spread", 6, 3)
+    metadata = admin(cluster.bootstrap).list_topics(timeout=10)
+    assert sorted(metadata.brokers) == [1, 2, 3]
+    assert metadata.controller_id in (1, 2, 3)
+    partitions = metadata.topics["spread"].partitions.values()
+    assert all(sorted(p.replicas) == [1, 2, 3] for p in partitions)
+    assert all(p.leader == p.replicas[0] for p in partitions)
+    assert len({p.leader for p in partitions}) == 3
+
+    values = {p: [f"{p}-{i}" for i in range(20)] for p in range(6)}
+    assert (
+        produce(cluster.bootstrap, "spread", values, **{"enable.idempotence": True}) == [None] * 120
+    )
+    for p in range(6):
+        assert read_partition(cluster.bootstrap, "spread", p, 20) == values[p]
+
+    # A consumer group: its coordinator is the leader of an internal partition,
+    # wherever that is.
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": "g", "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe(["spread"])
+    seen = 0
+    deadline = time.monotonic() + 30
+    while seen < 120 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            seen += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    assert seen == 120
+
+
+def test_controller_failover_while_topics_are_created(
+    start_cluster: Callable[..., LocalCluster],
+) -> None:
+    cluster = start_cluster(settings=("broker.session.timeout.ms=3000",))
+    create_topic(cluster.bootstrap, "before", 3, 3)
+    old = admin(cluster.bootstrap).list_topics(timeout=10).controller_id
+    cluster.kill(old)
+    survivors = ",".join(n.address for n in cluster.nodes.values() if n.node_id != old)
+
+    deadline = time.monotonic() + 30
+    metadata = admin(survivors).list_topics(timeout=10)
+    while (metadata.controller_id in (old, -1) or old in metadata.brokers) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
+        metadata = admin(survivors).list_topics(timeout=10)
+    assert metadata.controller_id not in (old, -1)
+    assert sorted(metadata.brokers) == sorted(set(cluster.nodes) - {old})
+    # The dead broker led a partition of "before": it has a new leader from the ISR.
+    assert all(p.leader not in (old, -1) for p in metadata.topics["before"].partitions.values())
+
+    create_topic(survivors, "after", 2, 2)
+    values = {0: ["a", "b"], 1: ["c"]}
+    assert produce(survivors, "after", values) == [None] * 3
+    assert read_partition(survivors, "after", 0, 2) == ["a", "b"]
