@@ -30,6 +30,8 @@ def _mop(kind: str, rows: list[tuple[Any, ...]]) -> list[Any]:
         key, offset, value, pos = rows[0]
         if key is None or value is None:
             raise ValueError("a send row needs key and value")
+        if pos is None and offset is not None:
+            raise ValueError("a send row in invocation form (null pos) has no offset")
         return ["send", key, value if pos is None else [offset, value]]
     if kind != "poll":
         raise ValueError(f"unknown micro-op kind {kind!r}")
@@ -59,6 +61,8 @@ def _op(head: dict[str, Any], rows: list[tuple[Any, ...]]) -> Op:
             if i == len(rows) or rows[i][0] != rows[start][0]:
                 value.append(_mop(rows[start][1], [r[2:] for r in rows[start:i]]))
                 start = i
+    elif len(rows) != 1:
+        raise ValueError("an op without micro-ops has exactly one row")
     elif head["keys"] is not None:
         value = head["keys"]
     elif head["payload"] is not None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
-from checkers.history import FLAT_SCHEMA, Op, flatten, unflatten
+from checkers.history import FLAT_SCHEMA, HistoryError, Op, flatten, unflatten
 
 OPS = [
     Op(0, 10, "invoke", 3, "txn", [["send", 5, 12], ["poll"]]),
@@ -97,3 +98,16 @@ def test_empty_history() -> None:
     assert table.num_rows == 0 and table.schema == FLAT_SCHEMA
     assert list(unflatten(table)) == []
     assert isinstance(table, pa.Table)
+
+
+def test_unflatten_rejects_inconsistent_rows() -> None:
+    table = flatten(OPS)
+    rows = table.to_pylist()
+    rows[0]["offset"] = 3  # an invocation's send cannot know its offset
+    with pytest.raises(HistoryError) as err:
+        list(unflatten(pa.Table.from_pylist(rows, FLAT_SCHEMA), "t"))
+    assert err.value.line == 1 and "no offset" in err.value.message
+    rows = table.to_pylist()
+    rows[3]["mop"] = "read"
+    with pytest.raises(HistoryError, match="unknown micro-op kind"):
+        list(unflatten(pa.Table.from_pylist(rows, FLAT_SCHEMA)))
