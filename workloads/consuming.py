@@ -30,6 +30,7 @@ class KeyConsumer:
     """One process's consumer."""
 
     def __init__(self, config: dict[str, Any], start: int = FIRST_OFFSET) -> None:
+        self.config = config
         self.consumer = Consumer(config)
         self.start = start  # where newly assigned keys begin (unless from the beginning)
         self.assigned: list[int] = []
@@ -55,8 +56,12 @@ class KeyConsumer:
         # trip; were the log start later, auto.offset.reset=earliest applies.
         start = FIRST_OFFSET if from_beginning else self.start
         if self.subscribed:
-            self.consumer.unsubscribe()
+            # librdkafka's unsubscribe is asynchronous: the revoke it triggers
+            # arrives on a later poll and unassigns whatever was assigned in
+            # between. Leaving the group with a fresh consumer avoids that.
+            old, self.consumer = self.consumer, Consumer(self.config)
             self.subscribed = False
+            _close_in_background(old, 0)
         self.consumer.assign([TP(*topic_partition(k), positions.get(k, start)) for k in keys])
         self.assigned = list(keys)
 
@@ -146,14 +151,21 @@ class KeyConsumer:
         self.first_polled = {}
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Closes in the background: a consumer leaving its group can block on
-        a partitioned coordinator, and a dead process must not hang the run."""
-        t = threading.Thread(target=self._close_quietly, daemon=True, name="jepka-consumer-close")
-        t.start()
-        t.join(timeout_s)
+        _close_in_background(self.consumer, timeout_s)
 
-    def _close_quietly(self) -> None:
+
+def _close_in_background(consumer: Consumer, wait_s: float) -> None:
+    """Closes a consumer on a daemon thread, waiting at most ``wait_s``: a
+    consumer leaving its group can block on a partitioned coordinator, and a
+    dead process must not hang the run."""
+
+    def close() -> None:
         try:
-            self.consumer.close()
+            consumer.close()
         except (KafkaException, RuntimeError) as e:
             log.debug("consumer close: %s", e)
+
+    t = threading.Thread(target=close, daemon=True, name="jepka-consumer-close")
+    t.start()
+    if wait_s > 0:
+        t.join(wait_s)

@@ -141,3 +141,19 @@ def test_group_members_record_rebalances_and_commits(broker: Any) -> None:
         assert commits[0]["offsets"] == {"0": 1} and commits[0]["member"]
     finally:
         s.close()
+
+
+def test_assign_after_subscribe_really_assigns(broker: Any) -> None:
+    """librdkafka's late revoke after an unsubscribe must not wipe the assign
+    that the final reads depend on."""
+    s = Session(config(broker.bootstrap, group_id="switch"))
+    try:
+        assert s("send", [["send", 1, 5]])["type"] == "ok"
+        s("subscribe", [0, 1])
+        for _ in range(4):
+            s("poll", [["poll"]], poll_ms=1000)
+        s("assign", [0, 1], seek_to_beginning=True)
+        polled = s.poll_all(6)
+        assert [v for _, v in polled.get(1, [])] == [5]
+    finally:
+        s.close()
