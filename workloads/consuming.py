@@ -68,6 +68,8 @@ class KeyConsumer:
     def subscribe(self, keys: list[int]) -> None:
         """Subscribes to the topics of ``keys``; rebalances are logged as
         ``{"type": "assigned"|"revoked", "keys": [...]}`` for the next op."""
+        if self.assigned and not self.subscribed:
+            self.consumer.unassign()  # a manual assignment must go before joining a group
         self.consumer.subscribe(
             topics(keys),
             on_assign=self._on_assign,

@@ -157,3 +157,21 @@ def test_assign_after_subscribe_really_assigns(broker: Any) -> None:
         assert [v for _, v in polled.get(1, [])] == [5]
     finally:
         s.close()
+
+
+def test_subscribe_after_assign_joins_the_group(broker: Any) -> None:
+    s = Session(config(broker.bootstrap, group_id="joiner"))
+    try:
+        assert s("send", [["send", 0, 3]])["type"] == "ok"
+        s("assign", [0])
+        assert s("subscribe", [0, 1])["type"] == "ok"
+        log = []
+        for _ in range(8):
+            done = s("poll", [["poll"]], poll_ms=1000)
+            assert done["type"] == "ok", done
+            log += done.get("rebalance_log", [])
+            if log:
+                break
+        assert {"type": "assigned", "keys": [0, 1]} in log
+    finally:
+        s.close()
