@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -60,7 +60,6 @@ class ClientConfig:
     txn_id_prefix: str = "jepka-txn"
     op_timeout_s: float = 10.0
     poll_s: float = 0.1
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def producer_conf(self, process: Any) -> dict[str, Any]:
         conf = {
@@ -77,7 +76,7 @@ class ClientConfig:
         if self.transactional:
             conf["transactional.id"] = f"{self.txn_id_prefix}-{process}"
             conf["transaction.timeout.ms"] = int(self.op_timeout_s * 1000 * 3)
-        return {**conf, **self.extra}
+        return conf
 
     def consumer_conf(self) -> dict[str, Any]:
         return {
@@ -90,7 +89,6 @@ class ClientConfig:
             "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 1000,
             "logger": LIBRDKAFKA_LOG,
-            **{k: v for k, v in self.extra.items() if not k.startswith("enable.idempotence")},
         }
 
 
