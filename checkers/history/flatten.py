@@ -275,7 +275,7 @@ class FlatBuilder:
         return len(self.o_index)
 
     def build(self) -> pa.Table:
-        """The table without pair columns, plus the helper ``_line`` column;
+        """The table without pair columns, plus the auxiliary ``_line`` column;
         ``ValueError`` if an integer does not fit the 64-bit columns."""
         try:
             return self._build()

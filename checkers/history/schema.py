@@ -32,5 +32,5 @@ FLAT_SCHEMA = pa.schema(
 
 COLUMNS: tuple[str, ...] = tuple(FLAT_SCHEMA.names)
 
-# A helper column readers add (the source line of each row); pairing drops it.
+# An auxiliary column readers add (the source line of each row); pairing drops it.
 LINE = "_line"
