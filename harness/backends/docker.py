@@ -91,6 +91,10 @@ class DockerRemote:
         pass
 
 
+def image_exists() -> bool:
+    return _run(["docker", "image", "inspect", IMAGE], check=False).exit == 0
+
+
 def ensure_image(force: bool = False) -> None:
     """Builds the node image offline when its sources changed (the build
     script compares a source hash label), or always with `force`."""
