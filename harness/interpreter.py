@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 PENDING_WAIT_S = 0.001
 MAX_WAIT_S = 0.1
+TIMEOUT_CHECK_NS = 100_000_000
 
 
 @dataclass
@@ -73,7 +74,7 @@ class Interpreter:
         clock: Callable[[], int] = time.monotonic_ns,
         start_ns: int | None = None,
         drain_timeout_s: float = 10.0,
-        straggler_timeout_s: float = 120.0,
+        op_timeout_s: float = 60.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -84,15 +85,20 @@ class Interpreter:
         self.clock = clock
         self.start_ns = clock() if start_ns is None else start_ns
         self.drain_timeout_s = drain_timeout_s
-        # A client call that never returns must not hang the run: once the
-        # generator is exhausted, ops still running after this long are left
-        # without a completion, which a checker reads as unknown.
-        self.straggler_timeout_s = straggler_timeout_s
-        self.abandoned = 0
+        # A client call that never returns (librdkafka can block past its own
+        # timeouts while brokers die) must not hang the run: after this long
+        # the op completes ``info`` and the thread gets a fresh worker and
+        # process, as Jepsen's client/timeout does. The stuck call is left to
+        # finish (or not) on its daemon thread; its answer is then ignored.
+        self.op_timeout_ns = int(op_timeout_s * 1e9)
         self.stop = threading.Event()
         self.counts = Counts()
         self._completions: queue.SimpleQueue[tuple[Any, OpDict | None]] = queue.SimpleQueue()
         self._index = 0
+        self._inboxes: dict[Any, queue.SimpleQueue[Any]] = {}
+        self._worker_ids: dict[Any, int] = {}  # thread -> id of its current worker
+        self._running: dict[Any, OpDict] = {}  # thread -> op it is running
+        self._next_timeout_check = 0
 
     def now(self) -> int:
         return self.clock() - self.start_ns
@@ -105,27 +111,58 @@ class Interpreter:
     def run(self) -> Outcome:
         """Runs until the generator is exhausted or ``stop`` is set; Ctrl-C
         (KeyboardInterrupt) counts as ``stop``."""
-        inboxes: dict[Any, queue.SimpleQueue[Any]] = {}
-        put = self._completions.put
-        for t in range(self.concurrency):
-            worker = ClientWorker(self.test, self.client, self.nodes[t % len(self.nodes)])
-            inboxes[t] = spawn(t, worker, put)[0]
-        inboxes[NEMESIS] = spawn(NEMESIS, NemesisWorker(self.test, self.nemesis), put)[0]
+        for t in [*range(self.concurrency), NEMESIS]:
+            self._spawn(t)
         interrupted = False
         try:
-            self._loop(inboxes)
+            self._loop(self._inboxes)
         except KeyboardInterrupt:
             interrupted = True
         interrupted = interrupted or self.stop.is_set()
-        abandoned = self._drain() if interrupted else self.abandoned
-        for inbox in inboxes.values():
+        abandoned = self._drain() if interrupted else 0
+        for inbox in self._inboxes.values():
             inbox.put(STOP)
         return Outcome(self._index, interrupted, abandoned)
+
+    def _spawn(self, thread: Any) -> None:
+        """A new worker for ``thread``; its completions are tagged with its id
+        so that answers from a replaced (stuck) worker are recognised."""
+        worker_id = self._worker_ids.get(thread, -1) + 1
+        self._worker_ids[thread] = worker_id
+        worker: ClientWorker | NemesisWorker
+        if thread == NEMESIS:
+            worker = NemesisWorker(self.test, self.nemesis)
+        else:
+            worker = ClientWorker(self.test, self.client, self.nodes[thread % len(self.nodes)])
+        self._inboxes[thread] = spawn((thread, worker_id), worker, self._completions.put)[0]
+
+    def _time_out(self, ctx: Context, gen: Any) -> tuple[Context, Any]:
+        """Completes ops running longer than the op timeout as ``info``."""
+        now = self.now()
+        timeout_s = self.op_timeout_ns / 1e9
+        for thread, op in list(self._running.items()):
+            if now - op["time"] < self.op_timeout_ns:
+                continue
+            log.warning(
+                "process %s: %s got no answer in %.0f s; recorded as unknown",
+                op["process"],
+                op["f"],
+                timeout_s,
+            )
+            self._inboxes[thread].put(STOP)  # the stuck worker exits if it ever returns
+            self._spawn(thread)
+            done = {
+                **op,
+                "type": "info",
+                "error": f"timeout: no answer in {timeout_s:g} s",
+                "end_process": True,
+            }
+            ctx, gen = self._complete(ctx, gen, ((thread, self._worker_ids[thread]), done))
+        return ctx, gen
 
     def _loop(self, inboxes: dict[Any, queue.SimpleQueue[Any]]) -> None:
         ctx = Context.initial(self.concurrency, nemesis=True)
         gen, test, counts = self.gen, self.test, self.counts
-        exhausted = 0.0  # when the generator first had nothing more to give
         completions = self._completions
         while not self.stop.is_set():
             try:
@@ -136,21 +173,13 @@ class Interpreter:
                 ctx, gen = self._complete(ctx, gen, item)
                 continue
             ctx = ctx.with_time(self.now())
+            if ctx.time >= self._next_timeout_check and self._running:
+                self._next_timeout_check = ctx.time + TIMEOUT_CHECK_NS
+                ctx, gen = self._time_out(ctx, gen)
             r = gen.op(test, ctx) if gen is not None else None
             if r is None or r is PENDING:
                 if r is None and counts.in_flight == 0:
                     return
-                if r is None:
-                    exhausted = exhausted or time.monotonic()
-                    if time.monotonic() - exhausted > self.straggler_timeout_s:
-                        log.warning(
-                            "%d op(s) still running %.0f s after the last op was "
-                            "issued; leaving them without a completion (unknown)",
-                            counts.in_flight,
-                            self.straggler_timeout_s,
-                        )
-                        self.abandoned = counts.in_flight
-                        return
                 try:
                     item = completions.get(timeout=PENDING_WAIT_S if r is PENDING else MAX_WAIT_S)
                 except queue.Empty:
@@ -183,10 +212,14 @@ class Interpreter:
                 nxt = nxt.update(test, ctx, o) if nxt is not None else None
             gen = nxt
             counts.in_flight += 1
+            self._running[thread] = o
             inboxes[thread].put(o)
 
     def _complete(self, ctx: Context, gen: Any, item: tuple[Any, OpDict | None]) -> Any:
-        thread, done = item
+        (thread, worker_id), done = item
+        if worker_id != self._worker_ids[thread]:
+            return ctx, gen  # a replaced worker's late answer: already recorded as info
+        self._running.pop(thread, None)
         self.counts.in_flight -= 1
         ctx = ctx.with_time(self.now())
         if done is None:  # a sleep ended
@@ -207,9 +240,11 @@ class Interpreter:
             if left <= 0:
                 break
             try:
-                _, done = self._completions.get(timeout=left)
+                (thread, worker_id), done = self._completions.get(timeout=left)
             except queue.Empty:
                 break
+            if worker_id != self._worker_ids[thread]:
+                continue
             self.counts.in_flight -= 1
             if done is not None:
                 done["time"] = self.now()

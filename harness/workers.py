@@ -22,8 +22,7 @@ log = logging.getLogger(__name__)
 
 STOP = object()
 
-Thread = int | str
-Outbox = Callable[[tuple[Thread, OpDict | None]], None]
+Outbox = Callable[[tuple[Any, OpDict | None]], None]
 
 
 def error_text(e: BaseException) -> str:
@@ -93,11 +92,12 @@ class NemesisWorker:
 
 
 def spawn(
-    thread: Thread, worker: ClientWorker | NemesisWorker, outbox: Outbox
+    key: Any, worker: ClientWorker | NemesisWorker, outbox: Outbox
 ) -> tuple[queue.SimpleQueue[Any], threading.Thread]:
     """Starts a daemon thread that runs ``worker`` on ops from the returned
-    inbox and posts ``(thread, completion)`` to ``outbox``; ``STOP`` ends it.
-    Daemon, so a client stuck in a call can never hang the run's exit."""
+    inbox and posts ``(key, completion)`` to ``outbox`` (``key`` names the
+    worker, e.g. ``(thread, worker_id)``); ``STOP`` ends it. Daemon, so a
+    client stuck in a call can never hang the run's exit."""
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
     def loop() -> None:
@@ -105,12 +105,13 @@ def spawn(
             while (op := inbox.get()) is not STOP:
                 if op["type"] == "sleep":
                     time.sleep(op["value"] / 1e9)
-                    outbox((thread, None))
+                    outbox((key, None))
                 else:
-                    outbox((thread, worker.handle(op)))
+                    outbox((key, worker.handle(op)))
         finally:
             worker.close()
 
-    t = threading.Thread(target=loop, name=f"jepka-worker-{thread}", daemon=True)
+    name = "-".join(map(str, key)) if isinstance(key, tuple) else str(key)
+    t = threading.Thread(target=loop, name=f"jepka-worker-{name}", daemon=True)
     t.start()
     return inbox, t
