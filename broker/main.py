@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from broker import bugs
 from broker.config import BrokerConfig, ConfigError, load_config
 
 BAD_INPUT = 254
@@ -27,6 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key"
     )
     parser.add_argument(
+        "--bug",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="switch on a historical bug (repeatable; see broker/bugs.py)",
+    )
+    parser.add_argument(
         "--voters",
         metavar="ID@HOST:PORT,...",
         help="controller quorum voters (combined mode); without it a single node",
@@ -39,6 +47,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     if args.voters is not None:
         overrides.append(f"controller.quorum.voters={args.voters}")
     config = load_config(args.node_id, args.listen, args.data_dir, args.config, overrides)
+    bugs.enable(args.bug)
     try:
         config.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:

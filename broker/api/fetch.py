@@ -8,6 +8,7 @@ from typing import Any
 
 from broker.api.registry import RequestContext, api
 from broker.errors import ErrorCode
+from broker.replication.replica_fetch import serve_replica_fetch
 from broker.server.replica_manager import FetchRequestPartition
 
 READ_COMMITTED = 1
@@ -15,6 +16,8 @@ READ_COMMITTED = 1
 
 @api(1, 4, 12)
 async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if getattr(request, "replica_id", -1) >= 0 and ctx.broker.cluster is not None:
+        return await serve_replica_fetch(ctx.broker.replica_manager, request)
     wanted = [
         FetchRequestPartition(
             topic.topic,

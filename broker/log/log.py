@@ -175,6 +175,23 @@ class Log:
         self._flush_if_due()
         return AppendResult(stamped[0][1].base_offset, stamped[-1][1].last_offset)
 
+    def append_replicated(self, data: bytearray) -> None:
+        """Appends batches copied from the partition leader as they are: their offsets,
+        leader epochs and producer state come from the leader (a follower's append)."""
+        try:
+            batches = list(iter_batches(data))
+        except CorruptBatch as e:
+            raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
+        if not batches or batches[0][1].base_offset != self.next_offset:
+            raise KafkaError(ErrorCode.unknown_server_error, "replicated batches out of order")
+        segment = self._segment_for(len(data))
+        segment.append(data, batches)
+        for pos, header in batches:
+            raw = data[pos : pos + header.size]
+            self._apply(header, control_type(raw) if header.is_control else None, segment)
+        self._unflushed_messages += sum(h.record_count for _, h in batches)
+        self._flush_if_due()
+
     def append_marker(
         self,
         producer_id: int,

@@ -26,7 +26,9 @@ from broker.raft.file_log import FileLog
 from broker.raft.file_quorum_store import FileQuorumStateStore
 from broker.replication import controller_apis as apis
 from broker.replication.controller_listener import ControllerListener, Handler
+from broker.replication.fetcher import ReplicaFetchers
 from broker.replication.metadata_publisher import BrokerMetadataPublisher
+from broker.replication.partition import ReplicatedPartition
 from broker.replication.peer_client import PeerConnection, PeerError
 from broker.replication.raft_transport import RaftTransport
 from broker.replication.voters import parse_voters
@@ -72,6 +74,11 @@ class ClusterNode:
             ),
         )
         self.publisher = BrokerMetadataPublisher(broker)
+        self.fetchers = ReplicaFetchers(
+            self.node_id, broker.replica_manager.partitions, self.broker_address
+        )
+        self.publisher.on_replicas_changed = self.fetchers.update
+        self.publisher.on_caught_up = self.propose_isr_expansion
         self.transport = RaftTransport(self.node_id, self.voters, raft_config.request_timeout_ms)
         self.raft = RaftClient(
             self.node_id,
@@ -93,6 +100,7 @@ class ClusterNode:
             for v in self.voters.values()
         }
         self.broker_epoch = -1
+        self._isr_changes: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._incarnation = uuid.uuid4()
         self._lifecycle: asyncio.Task[None] | None = None
         self._unfenced = asyncio.Event()
@@ -109,6 +117,7 @@ class ClusterNode:
             62: lambda r: apis.handle_registration(ctl, r),
             63: lambda r: apis.handle_heartbeat(ctl, r),
             19: lambda r: apis.handle_create_topics(ctl, r),
+            56: lambda r: apis.handle_alter_partition(ctl, r),
         }
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -133,6 +142,7 @@ class ClusterNode:
         if self._lifecycle is not None:
             self._lifecycle.cancel()
             await asyncio.gather(self._lifecycle, return_exceptions=True)
+        await self.fetchers.stop()
         await self.listener.stop()
         await self.driver.stop()
         await self.transport.close()
@@ -199,6 +209,41 @@ class ClusterNode:
                         return answer
             await asyncio.sleep(RETRY_S)
         raise ControllerUnavailable(f"no active controller answered within {timeout:g} s")
+
+    # -- ISR ---------------------------------------------------------------------------------
+    def propose_isr_expansion(self, partition: ReplicatedPartition, replica: int) -> None:
+        """A caught-up follower goes back into the ISR: AlterPartition to the controller,
+        one request per partition at a time; the new ISR arrives with the metadata."""
+        tp = (partition.topic, partition.index)
+        if tp in self._isr_changes:
+            return
+        task = asyncio.get_running_loop().create_task(self._expand_isr(partition, replica))
+        self._isr_changes[tp] = task
+        task.add_done_callback(lambda _t: self._isr_changes.pop(tp, None))
+
+    async def _expand_isr(self, partition: ReplicatedPartition, replica: int) -> None:
+        image = self.controller.loader.image
+        topic = image.topic(partition.topic)
+        reg = None if topic is None else topic.partitions.get(partition.index)
+        if topic is None or reg is None or reg.leader != self.node_id or replica in reg.isr:
+            return
+        request = apis.alter_partition_request(
+            self.node_id, self.broker_epoch, topic.topic_id, partition.index,
+            reg.leader_epoch, reg.partition_epoch, (*reg.isr, replica),
+        )  # fmt: skip
+        try:
+            answer = await self.call_controller(request, timeout=5)
+        except ControllerUnavailable as e:
+            log.info("ISR expansion of %s-%d: %s", partition.topic, partition.index, e)
+            return
+        code = answer.topics[0].partitions[0].error_code
+        log.info(
+            "ISR expansion of %s-%d with %d: %s",
+            partition.topic,
+            partition.index,
+            replica,
+            code.name,
+        )
 
     # -- topics --------------------------------------------------------------------------
     async def create_topics(self, topics: list[c.CreatableTopic], timeout: float = 30) -> Any:
@@ -274,6 +319,10 @@ class ClusterNode:
         """Unfenced brokers, as Kafka's Metadata lists them."""
         image = self.controller.loader.image
         return [(b.broker_id, b.host, b.port) for b in image.brokers.values() if not b.fenced]
+
+    def broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        registration = self.controller.loader.image.brokers.get(broker_id)
+        return None if registration is None else (registration.host, registration.port)
 
     def controller_id(self) -> int:
         leader = self.raft.leader_id

@@ -1,5 +1,5 @@
 """The controller's Kafka APIs between kio entities and ``broker.controller``'s
-requests: BrokerRegistration, BrokerHeartbeat and CreateTopics (forwarded by brokers
+requests: BrokerRegistration, BrokerHeartbeat, AlterPartition and CreateTopics (forwarded by brokers
 to the active controller, as KRaft brokers do). Builders for the broker side and
 handlers for the controller side live together so the two cannot drift apart."""
 
@@ -11,6 +11,8 @@ import uuid
 from concurrent.futures import Future
 from typing import Any
 
+from kio.schema.alter_partition.v2 import request as ap_req
+from kio.schema.alter_partition.v2 import response as ap_resp
 from kio.schema.broker_heartbeat.v0 import request as hb_req
 from kio.schema.broker_heartbeat.v0 import response as hb_resp
 from kio.schema.broker_registration.v0 import request as reg_req
@@ -19,7 +21,7 @@ from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.create_topics.v7 import response as ct_resp
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64, u16
 
 from broker.controller import requests as c
 from broker.controller.quorum_controller import NotControllerError, QuorumController
@@ -108,6 +110,63 @@ async def handle_heartbeat(controller: QuorumController, request: Any) -> Any:
         is_caught_up=True,
         is_fenced=answer.is_fenced if answer is not None else True,
         should_shut_down=False,
+    )
+
+
+# -- AlterPartition ------------------------------------------------------------------------
+def alter_partition_request(
+    broker_id: int, broker_epoch: int, topic_id: str, partition: int, leader_epoch: int,
+    partition_epoch: int, new_isr: tuple[int, ...],
+) -> Any:  # fmt: skip
+    return ap_req.AlterPartitionRequest(
+        broker_id=BrokerId(broker_id),
+        broker_epoch=i64(broker_epoch),
+        topics=(
+            ap_req.TopicData(
+                topic_id=uuid.UUID(topic_id),
+                partitions=(
+                    ap_req.PartitionData(
+                        partition_index=i32(partition),
+                        leader_epoch=i32(leader_epoch),
+                        new_isr=tuple(BrokerId(b) for b in new_isr),
+                        leader_recovery_state=i8(0),
+                        partition_epoch=i32(partition_epoch),
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+async def handle_alter_partition(controller: QuorumController, request: Any) -> Any:
+    """One AlterPartition per partition, in order (the controller fences each by epochs)."""
+    topics = []
+    for topic in request.topics:
+        answers = []
+        for p in topic.partitions:
+            code, answer = await outcome(
+                controller.alter_partition(
+                    c.AlterPartitionRequest(
+                        request.broker_id, request.broker_epoch, str(topic.topic_id),
+                        p.partition_index, p.leader_epoch, p.partition_epoch, tuple(p.new_isr),
+                    )
+                )
+            )  # fmt: skip
+            answer = answer or c.AlterPartitionResponse(code)
+            answers.append(
+                ap_resp.PartitionData(
+                    partition_index=p.partition_index,
+                    error_code=answer.error_code,
+                    leader_id=BrokerId(answer.leader),
+                    leader_epoch=i32(answer.leader_epoch),
+                    isr=tuple(BrokerId(b) for b in answer.isr),
+                    leader_recovery_state=i8(0),
+                    partition_epoch=i32(answer.partition_epoch),
+                )
+            )
+        topics.append(ap_resp.TopicData(topic_id=topic.topic_id, partitions=tuple(answers)))
+    return ap_resp.AlterPartitionResponse(
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, topics=tuple(topics)
     )
 
 

@@ -43,11 +43,20 @@ class ClusterNodeProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def pause(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGCONT)
+
     def kill(self) -> None:
-        """SIGKILL, as a crash."""
+        """SIGKILL, as a crash (a paused process is resumed first, so it can exit)."""
         if self.alive():
             assert self.proc is not None
             os.kill(self.proc.pid, signal.SIGKILL)
+            os.kill(self.proc.pid, signal.SIGCONT)
             self.proc.wait(10)
 
 

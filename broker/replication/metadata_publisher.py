@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.config import topic_config
 from broker.log.log import Log
 from broker.metadata.image import MetadataDelta, MetadataImage
-from broker.server.partition import Partition
+from broker.replication.partition import ReplicatedPartition
 from broker.server.topics import INTERNAL_TOPICS, PartitionAssignment, TopicInfo
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class BrokerMetadataPublisher:
         self.image: MetadataImage | None = None
         self.clean_start = False
         self.coordinators_ready = False
+        self.on_replicas_changed: Callable[[], None] | None = None
+        self.on_caught_up: Callable[[ReplicatedPartition, int], None] | None = None
         self._coordinated: dict[TopicPartition, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -73,10 +76,13 @@ class BrokerMetadataPublisher:
                 directory = self.broker.config.data_dir / f"{tp[0]}-{tp[1]}"
                 settings = topic_config(self.broker.config, topic.configs)
                 plog = Log.open(directory, settings, manager.ledger, self.clean_start)
-                manager.partitions[tp] = Partition(tp[0], tp[1], plog, assignment)
+                partition = ReplicatedPartition(tp[0], tp[1], plog, assignment, node)
+                partition.on_caught_up = self.on_caught_up
+                manager.partitions[tp] = partition
             elif partition.assignment != assignment:
-                partition.assignment = assignment
-                partition.wake()
+                partition.reassign(assignment)
+        if self.on_replicas_changed is not None:
+            self.on_replicas_changed()
 
     def coordinators_started(self) -> None:
         """The coordinators loaded what this node leads at start; later changes follow."""

@@ -45,6 +45,10 @@ class Partition:
             raise KafkaError(ErrorCode.fenced_leader_epoch, f"epoch {epoch} < {self.leader_epoch}")
         raise KafkaError(ErrorCode.unknown_leader_epoch, f"epoch {epoch} > {self.leader_epoch}")
 
+    def fetch_upper(self, read_committed: bool) -> int:
+        """Where a consumer's fetch stops: the LSO for read_committed, else the HW."""
+        return self.last_stable_offset if read_committed else self.high_watermark
+
     def check_leader(self, node_id: int) -> None:
         """Only the leader serves produce and consumer fetches."""
         if self.assignment.leader != node_id:
@@ -52,6 +56,9 @@ class Partition:
                 ErrorCode.not_leader_or_follower,
                 f"{self.topic}-{self.index} is led by {self.assignment.leader}",
             )
+
+    async def wait_replicated(self, end_offset: int) -> None:
+        """acks=all: on a single node everything appended is already replicated."""
 
     def maybe_advance_hw(self) -> None:
         """Single node: everything appended is replicated to the whole ISR."""

@@ -162,6 +162,8 @@ class ReplicaManager:
             )
         result = partition.log.append(bytearray(data), partition.leader_epoch, from_client)
         partition.maybe_advance_hw()
+        if acks == -1:
+            await partition.wait_replicated(result.last_offset + 1)
         return result
 
     async def append_marker(
@@ -190,7 +192,7 @@ class ReplicaManager:
             partition.check_leader_epoch(request.current_leader_epoch)
             partition.check_leader(self.config.node_id)
             plog = partition.log
-            upper = partition.last_stable_offset if read_committed else partition.high_watermark
+            upper = partition.fetch_upper(read_committed)
             records = plog.read(request.offset, request.max_bytes, upper, min_one)
             aborted = (
                 plog.aborted_transactions(request.offset, upper)

@@ -1,0 +1,58 @@
+"""Switchable historical bugs of Kafka-compatible systems, off by default.
+
+Each is switched on for one broker process with ``--bug NAME`` (repeatable) so that
+jepka can show, end to end, that its checkers catch what these bugs break. Every
+entry names the public bug it reproduces and the anomaly a checker should report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.config import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class Bug:
+    name: str
+    reproduces: str
+    anomaly: str
+    behaviour: str
+
+
+BUGS: dict[str, Bug] = {
+    b.name: b
+    for b in (
+        Bug(
+            "early-ack",
+            "acks=all answered at append time, before the ISR has the batch (the class of "
+            "bug KIP-101 and Jepsen's 2013 Kafka analysis describe: an acknowledged write "
+            "held by the leader alone)",
+            "lost-write once the leader fails and a follower without the batch takes over",
+            "the leader answers an acks=all produce without waiting for the high watermark",
+        ),
+        Bug(
+            "read-above-hw",
+            "fetches served past the high watermark (Redpanda #3003-like)",
+            "reads of records later truncated away (G1a-like aborted reads, inconsistent-offsets)",
+            "consumer fetches read up to the leader's log end instead of its high watermark",
+        ),
+    )
+}
+
+
+_active: frozenset[str] = frozenset()
+
+
+def enable(names: list[str]) -> None:
+    """Switches bugs on for this process; an unknown name is an error naming the choices."""
+    global _active
+    unknown = [n for n in names if n not in BUGS]
+    if unknown:
+        raise ConfigError(f"--bug: unknown bug {unknown[0]!r} (known: {', '.join(BUGS)})")
+    _active = frozenset(names)
+
+
+def active(name: str) -> bool:
+    assert name in BUGS, name
+    return name in _active

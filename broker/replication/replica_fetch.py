@@ -1,0 +1,94 @@
+"""The leader's side of replication: Fetch requests that carry a replica id. The
+follower's fetch offset is its LEO (everything before it is on its log), which may
+advance the high watermark; records are served up to the leader's LEO, not the HW,
+and the follower is told the HW. A request with a stale leader epoch is refused
+(FENCED_LEADER_EPOCH), one for a partition this node does not lead gets
+NOT_LEADER_OR_FOLLOWER."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from broker.errors import ErrorCode, KafkaError
+from broker.replication.partition import ReplicatedPartition
+
+if TYPE_CHECKING:
+    from broker.server.replica_manager import ReplicaManager
+
+
+def _leading(manager: ReplicaManager, topic: str, p: Any) -> ReplicatedPartition:
+    partition = manager.partitions.get((topic, p.partition))
+    if not isinstance(partition, ReplicatedPartition) or not partition.is_leader:
+        raise KafkaError(ErrorCode.not_leader_or_follower, f"{topic}-{p.partition}")
+    partition.check_leader_epoch(p.current_leader_epoch)
+    return partition
+
+
+def _read(manager: ReplicaManager, replica: int, topic: str, p: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = {
+        "partition_index": p.partition,
+        "error_code": ErrorCode.none,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    }
+    try:
+        partition = _leading(manager, topic, p)
+        partition.update_follower(replica, p.fetch_offset)
+        plog = partition.log
+        answer["records"] = plog.read(
+            p.fetch_offset, p.partition_max_bytes, plog.next_offset, min_one=True
+        )
+        answer.update(
+            high_watermark=partition.high_watermark,
+            last_stable_offset=partition.last_stable_offset,
+            log_start_offset=plog.log_start_offset,
+        )
+    except KafkaError as e:
+        answer["error_code"] = e.code
+    return answer
+
+
+async def serve_replica_fetch(manager: ReplicaManager, request: Any) -> dict[str, Any]:
+    """Answers at once if there is data or an error, else waits for an append on
+    one of the partitions (up to the request's max wait)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + request.max_wait.total_seconds()
+    while True:
+        responses = [
+            (t.topic, [_read(manager, request.replica_id, t.topic, p) for p in t.partitions])
+            for t in request.topics
+        ]
+        parts = [a for _, answers in responses for a in answers]
+        ready = any(a["records"] or a["error_code"] is not ErrorCode.none for a in parts)
+        remaining = deadline - loop.time()
+        if ready or remaining <= 0:
+            break
+        waiter: asyncio.Future[None] = loop.create_future()
+        watched = [
+            partition
+            for t in request.topics
+            for p in t.partitions
+            if isinstance(
+                partition := manager.partitions.get((t.topic, p.partition)), ReplicatedPartition
+            )
+        ]
+        for partition in watched:
+            partition.watch_data(waiter)
+        try:
+            await asyncio.wait_for(waiter, remaining)
+        except TimeoutError:
+            pass
+        finally:
+            for partition in watched:
+                partition.unwatch_data(waiter)
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "session_id": 0,
+        "responses": [{"topic": name, "partitions": answers} for name, answers in responses],
+    }

@@ -1,0 +1,120 @@
+"""Data replication under failures: a SIGKILLed leader loses no acknowledged
+record, and acks=all is refused while the ISR is below min.insync.replicas."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+
+from broker.replication.local_cluster import LocalCluster
+from tests.broker.cluster.clients import admin, create_topic, produce, read_partition
+
+pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
+FAST_FENCING = ("broker.session.timeout.ms=2000",)
+
+
+def leader_of(bootstrap: str, topic: str, partition: int = 0) -> int:
+    return admin(bootstrap).list_topics(timeout=10).topics[topic].partitions[partition].leader
+
+
+def test_leader_sigkill_under_acks_all_load_loses_no_acknowledged_record(
+    start_cluster: Callable[..., LocalCluster],
+) -> None:
+    cluster = start_cluster(settings=FAST_FENCING)
+    create_topic(cluster.bootstrap, "load", 1, 3, **{"min.insync.replicas": "2"})
+    leader = leader_of(cluster.bootstrap, "load")
+    acked: list[str] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        producer = Producer(
+            {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+             "linger.ms": 5, "message.timeout.ms": 30000}
+        )  # fmt: skip
+        i = 0
+        while not stop.is_set():
+            producer.produce(
+                "load",
+                value=str(i),
+                on_delivery=lambda e, m: acked.append(m.value().decode()) if e is None else None,
+            )
+            producer.poll(0.002)
+            i += 1
+        producer.flush(60)
+
+    worker = threading.Thread(target=load)
+    worker.start()
+    try:
+        while len(acked) < 500:
+            time.sleep(0.05)
+        cluster.kill(leader)
+        killed_at = len(acked)
+        deadline = time.monotonic() + 30
+        while len(acked) < killed_at + 500 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        worker.join(90)
+    assert len(acked) >= killed_at + 500, "no new leader accepted acks=all writes"
+    survivors = ",".join(n.address for n in cluster.nodes.values() if n.node_id != leader)
+    assert leader_of(survivors, "load") not in (leader, -1)
+    values = read_partition(survivors, "load", 0, len(acked), timeout=60)
+    assert set(acked) <= set(values), f"lost {len(set(acked) - set(values))} acked records"
+    assert len(values) == len(set(values)), "duplicates despite idempotence"
+
+
+def test_acks_all_refused_below_min_insync_replicas(
+    start_cluster: Callable[..., LocalCluster],
+) -> None:
+    cluster = start_cluster(settings=FAST_FENCING)
+    create_topic(cluster.bootstrap, "strict", 1, 3, **{"min.insync.replicas": "3"})
+    assert produce(cluster.bootstrap, "strict", {0: ["before"]}) == [None]
+    leader = leader_of(cluster.bootstrap, "strict")
+    follower = next(n for n in cluster.nodes if n != leader)
+    cluster.kill(follower)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        isr = admin(cluster.nodes[leader].address).list_topics(timeout=10).topics["strict"]
+        if len(isr.partitions[0].isrs) == 2:
+            break
+        time.sleep(0.2)
+    errors = produce(cluster.nodes[leader].address, "strict", {0: ["refused"]}, retries=0)
+    assert [e.code() for e in errors] == [KafkaError.NOT_ENOUGH_REPLICAS]
+    assert produce(cluster.nodes[leader].address, "strict", {0: ["one"]}, acks=1) == [None]
+
+
+def wait_isr(bootstrap: str, topic: str, size: int, timeout: float = 60) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        isr = admin(bootstrap).list_topics(timeout=10).topics[topic].partitions[0].isrs
+        if len(isr) == size or time.monotonic() > deadline:
+            return sorted(isr)
+        time.sleep(0.2)
+
+
+def test_restarted_follower_catches_up_and_rejoins_the_isr(
+    start_cluster: Callable[..., LocalCluster],
+) -> None:
+    cluster = start_cluster(settings=FAST_FENCING)
+    create_topic(cluster.bootstrap, "rejoin", 1, 3, **{"min.insync.replicas": "2"})
+    first = [f"a{i}" for i in range(100)]
+    assert produce(cluster.bootstrap, "rejoin", {0: first}) == [None] * 100
+    leader = leader_of(cluster.bootstrap, "rejoin")
+    follower = next(n for n in cluster.nodes if n != leader)
+    cluster.kill(follower)
+    assert wait_isr(cluster.nodes[leader].address, "rejoin", 2) == sorted(
+        set(cluster.nodes) - {follower}
+    )
+    second = [f"b{i}" for i in range(100)]
+    assert produce(cluster.nodes[leader].address, "rejoin", {0: second}) == [None] * 100
+
+    cluster.restart(follower)
+    assert wait_isr(cluster.bootstrap, "rejoin", 3) == [1, 2, 3]
+    # The rejoined follower holds everything: lose the leader and read it all back.
+    cluster.kill(leader)
+    survivors = ",".join(n.address for n in cluster.nodes.values() if n.node_id != leader)
+    assert read_partition(survivors, "rejoin", 0, 200, timeout=60) == first + second
