@@ -152,7 +152,11 @@ class QueueClient:
         if f not in ("send", "poll", "txn"):
             raise ValueError(f"queue client cannot apply f={f!r}")
         self.consumer.begin_op()
-        done = self._txn(op) if self.config.transactional else self._plain(op)
+        # Final reads (``final``) are plain read_committed polls even in
+        # transactional workloads: they only observe, and must not depend on
+        # a transaction coordinator still recovering from the faults.
+        transactional = self.config.transactional and not op.get("final")
+        done = self._txn(op) if transactional else self._plain(op)
         if done["type"] != "ok":
             self.consumer.rollback()
         log_ = self.consumer.take_rebalance_log()

@@ -246,7 +246,7 @@ class CatchUp(Generator):
         if self.seen is None:
             o = {**base, "f": "assign", "value": list(self.keys), "seek_to_beginning": True}
             return o, CatchUp(self.keys, self.tracker, {})
-        o = {**base, "f": "poll", "value": [["poll"]], "poll_ms": FINAL_POLL_MS}
+        o = {**base, "f": "poll", "value": [["poll"]], "poll_ms": FINAL_POLL_MS, "final": True}
         return o, self
 
     def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:

@@ -96,6 +96,10 @@ def test_transactions_commit_abort_and_roll_the_consumer_back(broker: Any) -> No
         values = {k: [v for _, v in recs] for k, recs in polled.items()}
         assert values.get(0) == [1] and values.get(1) == [1]  # re-read after rollback
         assert 2 not in values.get(0, []) and 9 not in values.get(2, [])  # read_committed
+        # final reads are plain read_committed polls, outside any transaction
+        s("assign", list(KEYS), seek_to_beginning=True)
+        final = s("poll", [["poll"]], poll_ms=2000, final=True)
+        assert final["type"] == "ok" and [v for _, v in final["value"][0][1][0]] == [1]
     finally:
         s.close()
 
