@@ -1,0 +1,55 @@
+"""Unclean leader election off (the default): when every in-sync replica is gone, a
+partition stays offline rather than electing an out-of-sync replica and losing
+acknowledged records; it comes back with its last in-sync replica, data intact.
+Five nodes and RF 2, so the controller quorum survives both replicas being down."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from broker.replication.local_cluster import LocalCluster
+from tests.broker.cluster.clients import admin, create_topic, produce, read_partition
+
+pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
+
+
+def partition_state(bootstrap: str, topic: str) -> tuple[int, list[int]]:
+    partition = admin(bootstrap).list_topics(timeout=10).topics[topic].partitions[0]
+    return partition.leader, sorted(partition.isrs)
+
+
+def wait_state(bootstrap: str, topic: str, check: Callable[[int, list[int]], bool]) -> None:
+    deadline = time.monotonic() + 60
+    while not check(*partition_state(bootstrap, topic)):
+        assert time.monotonic() < deadline, partition_state(bootstrap, topic)
+        time.sleep(0.2)
+
+
+def test_partition_stays_offline_without_an_in_sync_replica(
+    start_cluster: Callable[..., LocalCluster],
+) -> None:
+    cluster = start_cluster(size=5, settings=("broker.session.timeout.ms=2000",))
+    create_topic(cluster.bootstrap, "precious", 1, 2)
+    assert produce(cluster.bootstrap, "precious", {0: ["a"]}) == [None]
+    metadata = admin(cluster.bootstrap).list_topics(timeout=10).topics["precious"].partitions[0]
+    leader = metadata.leader
+    (follower,) = [r for r in metadata.replicas if r != leader]
+    bystanders = [n for n in cluster.nodes if n not in metadata.replicas]
+    live = ",".join(cluster.nodes[n].address for n in bystanders)
+
+    cluster.kill(follower)
+    wait_state(live, "precious", lambda _leader, isr: isr == [leader])
+    assert produce(cluster.nodes[leader].address, "precious", {0: ["only-on-leader"]}) == [None]
+    cluster.kill(leader)
+    wait_state(live, "precious", lambda new_leader, _isr: new_leader == -1)
+
+    cluster.restart(follower)  # alive, but it never had "only-on-leader"
+    time.sleep(5)
+    assert partition_state(live, "precious") == (-1, [leader])
+
+    cluster.restart(leader)
+    wait_state(live, "precious", lambda new_leader, _isr: new_leader == leader)
+    assert read_partition(live, "precious", 0, 2) == ["a", "only-on-leader"]
