@@ -18,13 +18,13 @@ from pyspark.sql import functions as F
 from checkers.cycles import edges
 from checkers.cycles.graph import build_graph
 from checkers.cycles.search import find_cycles
-from checkers.load import Source, as_dataframe
+from checkers.load import Source, as_dataframe, read_source
 from checkers.queue.check import find_cases
 from checkers.queue.lag import realtime_lag
 from checkers.queue.unseen import unseen_series
 from checkers.result import UNKNOWN, build_result
 from checkers.spark.frames import Frames
-from checkers.spark.session import get_session
+from checkers.spark.session import start_in_background, tune_for_size
 
 CAP = 64  # instances kept per kind; exact counts stay in stats
 CYCLE_TIMEOUT_S = 60.0
@@ -61,17 +61,27 @@ def check(
     *,
     ww_deps: bool = True,
     spark: SparkSession | None = None,
+    spark_master: str | None = None,
     fmt: str = "auto",
     cap: int = CAP,
     cycle_timeout_s: float = CYCLE_TIMEOUT_S,
 ) -> dict[str, Any]:
     """Checks a history (file, stored run directory, flat Arrow table or Spark
-    DataFrame) and returns the result object of ARCHITECTURE.md."""
+    DataFrame) and returns the result object of ARCHITECTURE.md.
+
+    Without ``spark``, uses the shared session for ``spark_master`` (default
+    ``local[*]``), reading the history while it starts.
+    """
     timer = _Timer()
     t0 = time.perf_counter()
-    with timer("spark_start"):
-        spark = spark or get_session()
-    with as_dataframe(spark, source, fmt) as raw:
+    starting = start_in_background(spark_master) if spark is None else None
+    with timer("read"):
+        loaded = read_source(source, fmt)
+    if starting is not None:
+        with timer("spark_start"):
+            spark = starting.result()
+    tune_for_size(spark, loaded.rows)
+    with as_dataframe(spark, loaded) as raw:
         fr = Frames(raw)
         try:
             with timer("load"):

@@ -1,6 +1,10 @@
 """Where a check's history comes from: a file, a stored run directory, an Arrow
 table or a Spark DataFrame, always ending as a Spark DataFrame of the flat
-table (:data:`checkers.history.FLAT_SCHEMA`)."""
+table (:data:`checkers.history.FLAT_SCHEMA`).
+
+Reading is split from handing to Spark so that files are parsed and checked
+(bad input fails with a file and line) while the JVM is still starting.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -38,27 +43,42 @@ def history_file(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-@contextmanager
-def as_dataframe(spark: SparkSession, source: Source, fmt: str = "auto") -> Iterator[DataFrame]:
-    """The flat table as a DataFrame, valid for the ``with`` block.
+@dataclass
+class Loaded:
+    """A checked history: a flat table (and the Parquet file it came from, if
+    any), or a DataFrame the caller vouches for."""
 
-    Files are read and checked by the history layer first, so bad input fails
-    with a file and line before Spark sees it. Spark then reads Parquet (the
-    original when it is one, else a temporary copy): faster than shipping rows
-    through the driver.
-    """
+    table: pa.Table | None = None
+    parquet: str | None = None
+    frame: DataFrame | None = None
+
+    @property
+    def rows(self) -> int | None:
+        return self.table.num_rows if self.table is not None else None
+
+
+def read_source(source: Source, fmt: str = "auto") -> Loaded:
     if isinstance(source, DataFrame):
-        yield source
-        return
+        return Loaded(frame=source)
     if isinstance(source, pa.Table):
-        table, original = source, None
-    else:
-        path = history_file(source)
-        kind = resolve_format(str(path), fmt)
-        table = read_flat(str(path), kind)
-        original = str(path) if kind == "parquet" else None
+        return Loaded(table=source)
+    path = history_file(source)
+    kind = resolve_format(str(path), fmt)
+    return Loaded(read_flat(str(path), kind), str(path) if kind == "parquet" else None)
+
+
+@contextmanager
+def as_dataframe(spark: SparkSession, loaded: Loaded) -> Iterator[DataFrame]:
+    """The history as a DataFrame, valid for the ``with`` block. Spark reads
+    Parquet (the original file, else a temporary copy): faster than shipping
+    rows through the driver."""
+    if loaded.frame is not None:
+        yield loaded.frame
+        return
+    assert loaded.table is not None
     with tempfile.TemporaryDirectory(prefix="jepka-check-") as tmp:
-        if original is None:
-            original = os.path.join(tmp, "history.parquet")
-            pq.write_table(table.cast(FLAT_SCHEMA), original, compression="snappy")
-        yield spark.read.parquet(original)
+        path = loaded.parquet
+        if path is None:
+            path = os.path.join(tmp, "history.parquet")
+            pq.write_table(loaded.table.cast(FLAT_SCHEMA), path, compression="snappy")
+        yield spark.read.parquet(path)

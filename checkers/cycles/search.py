@@ -176,11 +176,15 @@ def find_cycles(graph: Graph, *, ww_deps: bool = True, timeout_s: float = 30.0) 
         report.counts[spec.kind] = report.counts.get(spec.kind, 0) + len(comps)
         if spec.pure_wr:
             report.pure_counts[spec.kind] = report.pure_counts.get(spec.kind, 0) + len(comps)
-        order = np.argsort(labels[internal], kind="stable")
+        order = np.argsort(labels[s[internal]], kind="stable")
         es, ed, er = s[internal][order], d[internal][order], r[internal][order]
         el = labels[es]
+        by_label = np.argsort(labels, kind="stable")
+        sorted_labels = labels[by_label]
         for c in comps[:MAX_CYCLES]:
-            nodes = np.flatnonzero(labels == c)
+            nodes = by_label[
+                np.searchsorted(sorted_labels, c) : np.searchsorted(sorted_labels, c, "right")
+            ]
             if time.monotonic() > deadline:
                 report.timeouts.append(
                     {"spec": spec.name, "kind": spec.kind, "component_size": len(nodes)}

@@ -59,36 +59,29 @@ def _tagged(kind: str, cases: DataFrame) -> DataFrame:
 def find_cases(
     fr: Frames, cap: int
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
-    """Runs every finder; returns up to ``cap`` instances per kind (instances not
+    """Runs every finder, one small Spark job each (cheaper to plan than one
+    union of all); returns up to ``cap`` instances per kind (instances not
     covered by an allowance first) and exact counts ``{kind: {"total", "allowed"}}``."""
-    union = None
+    cases: dict[str, list[dict[str, Any]]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    everything = Window.partitionBy(F.lit(0))
     for kind, finder in FINDERS.items():
         tagged = _tagged(kind, finder(fr))
-        union = tagged if union is None else union.unionByName(tagged)
-    assert union is not None
-    union = union.cache()
-    try:
-        counts: dict[str, dict[str, int]] = {}
-        for r in (
-            union.groupBy("kind")
-            .agg(F.count("*").alias("total"), F.sum(F.col("allowed").cast("int")).alias("allowed"))
-            .collect()
-        ):
-            counts[r["kind"]] = {"total": int(r["total"]), "allowed": int(r["allowed"] or 0)}
-        w = Window.partitionBy("kind").orderBy("allowed", "order", "case")
         rows = (
-            union.where(F.col("kind").isin(list(counts)))
-            .withColumn("n", F.row_number().over(w))
+            tagged.select(
+                "*",
+                F.count("*").over(everything).alias("total"),
+                F.sum(F.col("allowed").cast("int")).over(everything).alias("n_allowed"),
+                F.row_number().over(everything.orderBy("allowed", "order", "case")).alias("n"),
+            )
             .where(F.col("n") <= cap)
-            .orderBy("kind", "n")
+            .orderBy("n")
             .collect()
         )
-    finally:
-        union.unpersist()
-    cases: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        case = json.loads(r["case"])
-        if r["allowed"]:
-            case["allowed"] = True
-        cases.setdefault(r["kind"], []).append(case)
+        if not rows:
+            continue
+        counts[kind] = {"total": int(rows[0]["total"]), "allowed": int(rows[0]["n_allowed"])}
+        cases[kind] = [
+            {**json.loads(r["case"]), **({"allowed": True} if r["allowed"] else {})} for r in rows
+        ]
     return cases, counts

@@ -21,15 +21,15 @@ def _deltas(fr: Frames, mop: str) -> DataFrame:
         rows = rows.where(F.col("type").isin("ok", "info"))
     w = Window.partitionBy("index", "key").orderBy("mop_index", "pos")
     return (
-        rows.withColumn("prev_idx", F.lag("idx").over(w))
-        .withColumn("prev_value", F.lag("value").over(w))
-        .withColumn("prev_offset", F.lag("offset").over(w))
-        .withColumn("prev_mop", F.lag("mop_index").over(w))
+        rows.select(
+            "*",
+            *[F.lag(c).over(w).alias(f"prev_{c}") for c in ("idx", "value", "offset")],
+            F.lag("mop_index").over(w).alias("prev_mop"),
+        )
         .where(F.col("prev_idx").isNotNull() & F.col("idx").isNotNull())
-        .withColumn("delta", F.col("idx") - F.col("prev_idx"))
         .select(
             "key",
-            "delta",
+            (F.col("idx") - F.col("prev_idx")).alias("delta"),
             "prev_value",
             "prev_offset",
             "prev_idx",
@@ -46,7 +46,7 @@ def _deltas(fr: Frames, mop: str) -> DataFrame:
 
 
 def _skips(fr: Frames, mop: str) -> DataFrame:
-    cases = _deltas(fr, mop).where(F.col("delta") > 1)
+    cases = fr.shared(f"{mop}-deltas", lambda f: _deltas(f, mop)).where(F.col("delta") > 1)
     return with_skipped(fr, cases, ["index", "key", "mop_index", "pos"], "prev_idx", "idx").drop(
         "index"
     )
@@ -60,7 +60,11 @@ def int_poll_skip(fr: Frames) -> DataFrame:
 
 def int_nonmonotonic_poll(fr: Frames) -> DataFrame:
     """Inside one op, a key's polled records go backwards or repeat (Δ < 1)."""
-    return _deltas(fr, "poll").where(F.col("delta") < 1).drop("index")
+    return (
+        fr.shared("poll-deltas", lambda f: _deltas(f, "poll"))
+        .where(F.col("delta") < 1)
+        .drop("index")
+    )
 
 
 def int_send_skip(fr: Frames) -> DataFrame:
@@ -72,4 +76,8 @@ def int_send_skip(fr: Frames) -> DataFrame:
 
 def int_nonmonotonic_send(fr: Frames) -> DataFrame:
     """Two sends to a key in one op landed in the opposite order (Δ < 1)."""
-    return _deltas(fr, "send").where(F.col("delta") < 1).drop("index")
+    return (
+        fr.shared("send-deltas", lambda f: _deltas(f, "send"))
+        .where(F.col("delta") < 1)
+        .drop("index")
+    )

@@ -46,26 +46,23 @@ def _poll_deltas(fr: Frames) -> DataFrame:
     rows = rows.join(fr.segments, "index")
     w = Window.partitionBy("process", "key", "seg", "kseg").orderBy("index")
     me = F.struct(op_ref().alias("op"), "first", "last")
-    rows = rows.withColumn("prev", F.lag(me).over(w)).withColumn(
-        "last_ok",
-        F.last(F.when(F.col("type") == "ok", me), ignorenulls=True).over(
-            w.rowsBetween(Window.unboundedPreceding, -1)
-        ),
+    rows = rows.select(
+        "*",
+        F.lag(me).over(w).alias("prev"),
+        F.last(F.when(F.col("type") == "ok", me), ignorenulls=True)
+        .over(w.rowsBetween(Window.unboundedPreceding, -1))
+        .alias("last_ok"),
     )
     read = F.col("last_ok").isNotNull()
+    ref = F.when(read, F.col("last_ok")).otherwise(F.col("prev"))
+    ref_idx = F.when(read, F.col("last_ok.last.idx")).otherwise(F.col("prev.first.idx") - 1)
     return (
         rows.where((F.col("type") == "ok") & (read | F.col("prev").isNotNull()))
-        .withColumn("mode", F.when(read, "read").otherwise("rewind"))
-        .withColumn("ref", F.when(read, F.col("last_ok")).otherwise(F.col("prev")))
-        .withColumn(
-            "ref_idx",
-            F.when(read, F.col("ref.last.idx")).otherwise(F.col("ref.first.idx") - 1),
-        )
-        .withColumn("delta", F.col("first.idx") - F.col("ref_idx"))
+        .select("*", ref.alias("ref"), ref_idx.alias("ref_idx"))
         .select(
             "key",
-            "delta",
-            "mode",
+            (F.col("first.idx") - F.col("ref_idx")).alias("delta"),
+            F.when(read, "read").otherwise("rewind").alias("mode"),
             "via",
             "index",
             F.col("ref.op").alias("prev_op"),
@@ -88,7 +85,7 @@ def poll_skip(fr: Frames) -> DataFrame:
     of the key in between; or it starts past the first record of a failed
     transaction's poll that it should have rewound to. Records in between were
     skipped. Allowed for keys the process consumes via subscribe."""
-    cases = _poll_deltas(fr).where(F.col("delta") > 1)
+    cases = fr.shared("poll-order", _poll_deltas).where(F.col("delta") > 1)
     return with_skipped(fr, cases, ["index", "key"], "ref_idx", "idx").drop("index")
 
 
@@ -97,7 +94,7 @@ def nonmonotonic_poll(fr: Frames) -> DataFrame:
     poll already returned, with nothing in between that could move it back.
     Allowed for keys the process consumes via subscribe."""
     return (
-        _poll_deltas(fr)
+        fr.shared("poll-order", _poll_deltas)
         .where((F.col("delta") < 1) & (F.col("mode") == "read"))
         .drop("index", "ref_idx")
     )

@@ -8,7 +8,8 @@ against the same few frames. Column names follow the flattened history table
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from pyspark.sql import Column, DataFrame, Window
@@ -59,6 +60,13 @@ class Frames:
     """Lazily built, cached frames over one flattened history."""
 
     raw: DataFrame
+    _memo: dict[str, DataFrame] = field(default_factory=dict)
+
+    def shared(self, name: str, build: Callable[[Frames], DataFrame]) -> DataFrame:
+        """A frame several finders derive from, built and cached once per check."""
+        if name not in self._memo:
+            self._memo[name] = build(self).cache()
+        return self._memo[name]
 
     @cached_property
     def completions(self) -> DataFrame:
@@ -235,6 +243,8 @@ class Frames:
         )
 
     def unpersist(self) -> None:
+        for df in self._memo.values():
+            df.unpersist()
         for name in (
             "ops",
             "mops",

@@ -86,3 +86,23 @@ def stop_session() -> None:
     for fut in futures:
         if fut.done() and fut.exception() is None:
             fut.result().stop()
+
+
+SMALL_ROWS = 300_000
+
+
+def tune_for_size(spark: SparkSession, rows: int | None) -> None:
+    """Small local histories run several times faster in one partition, without
+    adaptive re-planning or generated code (compiling each stage costs more
+    than running it); big ones need all three."""
+    if not spark.sparkContext.master.startswith("local"):
+        return
+    small = rows is not None and rows < SMALL_ROWS
+    settings = {
+        "spark.sql.shuffle.partitions": "1" if small else str(LOCAL_SHUFFLE_PARTITIONS),
+        "spark.sql.codegen.wholeStage": str(not small).lower(),
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN" if small else "FALLBACK",
+        "spark.sql.adaptive.enabled": str(not small).lower(),
+    }
+    for key, value in settings.items():
+        spark.conf.set(key, value)

@@ -69,13 +69,12 @@ def exit_code(valid: Any) -> ExitCode:
 
 def run(args: argparse.Namespace) -> int:
     from checkers.analyze import check
-    from checkers.spark.session import get_session
 
     if not os.path.exists(args.path):
         raise UsageError(f"{args.path}: no such file or directory")
     try:
         result = check(
-            args.path, ww_deps=args.ww_deps, spark=get_session(args.spark_master), fmt=args.format
+            args.path, ww_deps=args.ww_deps, spark_master=args.spark_master, fmt=args.format
         )
     except HistoryError as e:
         raise UsageError(str(e)) from None

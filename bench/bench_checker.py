@@ -1,0 +1,122 @@
+"""Benchmark of ``jepka check`` on synthetic histories (10 processes, 64 keys,
+about 2 micro-ops per op): wall time end to end including Spark's start, ops/s,
+peak memory of the whole process tree (Python plus the JVM), the cycle
+search's share, and the same per-key checks in single-process pandas.
+
+    .venv/bin/python bench/bench_checker.py [--sizes 1000000,10000000] [--no-pandas]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+sys.path.insert(0, str(ROOT))
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    total, todo = 0, [pid]
+    page = os.sysconf("SC_PAGE_SIZE")
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * page
+        except OSError:
+            pass
+        todo.extend(children.get(p, []))
+    return total
+
+
+def run_measured(cmd: list[str]) -> tuple[float, int, str]:
+    """Runs ``cmd``; returns wall seconds, peak tree RSS in bytes, stdout."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss(proc.pid))
+            done.wait(0.25)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    return wall, peak, out
+
+
+def history(n_ops: int) -> Path:
+    from checkers.synth import write_history
+
+    path = OUT / f"synthetic-{n_ops}.parquet"
+    if not path.exists():
+        OUT.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.parquet")
+        write_history(str(tmp), seed=1, n_ops=n_ops, fmt="parquet", processes=10, keys=64)
+        tmp.replace(path)
+    return path
+
+
+def bench(n_ops: int, pandas: bool) -> dict[str, object]:
+    path = history(n_ops)
+    wall, peak, out = run_measured(
+        [str(ROOT / ".venv" / "bin" / "jepka"), "check", str(path), "--json"]
+    )
+    result = json.loads(out)
+    timings = result["timings"]
+    row: dict[str, object] = {
+        "ops": n_ops,
+        "wall_s": round(wall, 1),
+        "ops_per_s": int(n_ops / wall),
+        "peak_rss_gb": round(peak / 2**30, 2),
+        "cycle_share": round((timings.get("edges", 0) + timings.get("cycles", 0)) / wall, 3),
+        "cycle_search_s": timings.get("cycles"),
+        "valid": result["valid"],
+    }
+    if pandas:
+        pwall, ppeak, _ = run_measured(
+            [sys.executable, str(ROOT / "bench" / "pandas_checker.py"), str(path)]
+        )
+        row.update(
+            pandas_s=round(pwall, 1),
+            pandas_peak_rss_gb=round(ppeak / 2**30, 2),
+            speedup_vs_pandas=round(pwall / wall, 2),
+        )
+    return row
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1000000,10000000")
+    p.add_argument("--no-pandas", dest="pandas", action="store_false")
+    args = p.parse_args()
+    print("command: .venv/bin/python bench/bench_checker.py " + " ".join(sys.argv[1:]))
+    for n in (int(s) for s in args.sizes.split(",")):
+        print(json.dumps(bench(n, args.pandas)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,282 @@
+"""Small hand-written histories: for every anomaly kind one scenario that shows
+it and one near miss that must not be flagged.
+
+Each scenario writes only to its own keys and processes (``k``, ``k + 1``;
+``p``, ``p + 1``, ...), so many can share one history and one check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.checkers.dsl import History, poll, send
+
+Scenario = Callable[[History, int, int], None]
+
+
+def _three(h: History, k: int, p: int) -> None:
+    h.txn(p, [send(k, 1, 0), send(k, 2, 1), send(k, 3, 2)])
+
+
+def _drain(h: History, p: int, k: int, records: list[tuple[int, int]]) -> None:
+    h.assign(p, [k])
+    h.txn(p, [poll({k: records})])
+
+
+# -- anomalies -----------------------------------------------------------------
+
+
+def inconsistent_offsets(h: History, k: int, p: int) -> None:
+    h.txn(p, [send(k, 1, 0)])
+    _drain(h, p + 1, k, [(0, 2)])
+
+
+def duplicate(h: History, k: int, p: int) -> None:
+    h.txn(p, [send(k, 1, 0)])
+    _drain(h, p + 1, k, [(0, 1), (1, 1)])
+
+
+def lost_write(h: History, k: int, p: int) -> None:
+    h.txn(p, [send(k, 1, 0)])
+    h.txn(p, [send(k, 2, 1)])
+    _drain(h, p + 1, k, [(1, 2)])
+
+
+def torn_txn(h: History, k: int, p: int) -> None:
+    """An indeterminate txn whose write to k+1 was read but whose write to k was
+    not, though a later record of k was: it committed, yet part of it is lost."""
+    h.txn(p, [send(k, 1, 0), send(k + 1, 1, 0)], "info")
+    h.txn(p + 1, [send(k, 2, 1)])
+    _drain(h, p + 2, k, [(1, 2)])
+    _drain(h, p + 3, k + 1, [(0, 1)])
+
+
+def unseen(h: History, k: int, p: int) -> None:
+    h.txn(p, [send(k, 1, 0)])
+
+
+def g1a(h: History, k: int, p: int) -> None:
+    h.txn(p, [send(k, 1, 0)], "fail")
+    _drain(h, p + 1, k, [(0, 1)])
+
+
+def precommitted_read(h: History, k: int, p: int) -> None:
+    h.assign(p, [k])
+    h.txn(p, [send(k, 1, 0), poll({k: [(0, 1)]})])
+
+
+def int_poll_skip(h: History, k: int, p: int) -> None:
+    _three(h, k, p)
+    _drain(h, p + 1, k, [(0, 1), (2, 3)])
+    _drain(h, p + 2, k, [(0, 1), (1, 2), (2, 3)])
+
+
+def int_nonmonotonic_poll(h: History, k: int, p: int) -> None:
+    h.txn(p, [send(k, 1, 0), send(k, 2, 1)])
+    _drain(h, p + 1, k, [(1, 2), (0, 1)])
+
+
+def poll_skip(h: History, k: int, p: int) -> None:
+    _three(h, k, p)
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1)]})])
+    h.txn(p + 1, [poll({k: [(2, 3)]})])
+    _drain(h, p + 2, k, [(0, 1), (1, 2), (2, 3)])
+
+
+def poll_skip_after_abort(h: History, k: int, p: int) -> None:
+    """A failed txn polled from offset 0; the next op should start there again."""
+    _three(h, k, p)
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1)]}), send(k + 1, 9, None)], "fail")
+    h.txn(p + 1, [poll({k: [(1, 2), (2, 3)]})])
+    _drain(h, p + 2, k, [(0, 1), (1, 2), (2, 3)])
+
+
+def nonmonotonic_poll(h: History, k: int, p: int) -> None:
+    h.txn(p, [send(k, 1, 0), send(k, 2, 1)])
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1), (1, 2)]})])
+    h.txn(p + 1, [poll({k: [(1, 2)]})])
+
+
+def nonmonotonic_send(h: History, k: int, p: int) -> None:
+    h.txn(p, [send(k, 1, 1)])
+    h.txn(p, [send(k, 2, 0)])
+    _drain(h, p + 1, k, [(0, 2), (1, 1)])
+
+
+def int_send_skip(h: History, k: int, p: int) -> None:
+    a = h.invoke(p, "send", [send(k, 1, 0), send(k, 3, 2)])
+    h.txn(p + 1, [send(k, 2, 1)])
+    h.complete(a, "ok", [send(k, 1, 0), send(k, 3, 2)])
+    _drain(h, p + 2, k, [(0, 1), (1, 2), (2, 3)])
+
+
+def int_nonmonotonic_send(h: History, k: int, p: int) -> None:
+    h.txn(p, [send(k, 1, 1), send(k, 2, 0)])
+    _drain(h, p + 1, k, [(0, 2), (1, 1)])
+
+
+ANOMALIES: dict[str, tuple[str, Scenario]] = {
+    "inconsistent-offsets": ("inconsistent-offsets", inconsistent_offsets),
+    "duplicate": ("duplicate", duplicate),
+    "lost-write": ("lost-write", lost_write),
+    "torn-txn": ("lost-write", torn_txn),
+    "unseen": ("unseen", unseen),
+    "G1a": ("G1a", g1a),
+    "precommitted-read": ("precommitted-read", precommitted_read),
+    "int-poll-skip": ("int-poll-skip", int_poll_skip),
+    "int-nonmonotonic-poll": ("int-nonmonotonic-poll", int_nonmonotonic_poll),
+    "poll-skip": ("poll-skip", poll_skip),
+    "poll-skip-after-abort": ("poll-skip", poll_skip_after_abort),
+    "nonmonotonic-poll": ("nonmonotonic-poll", nonmonotonic_poll),
+    "nonmonotonic-send": ("nonmonotonic-send", nonmonotonic_send),
+    "int-send-skip": ("int-send-skip", int_send_skip),
+    "int-nonmonotonic-send": ("int-nonmonotonic-send", int_nonmonotonic_send),
+}
+
+# -- near misses: each looks like its kind but is legitimate -------------------
+
+
+def near_inconsistent_offsets(h: History, k: int, p: int) -> None:
+    """An indeterminate send's claimed offset is no evidence: it never committed."""
+    h.txn(p, [send(k, 2, 0)], "info")
+    h.txn(p + 1, [send(k, 1, 0)])
+    _drain(h, p + 2, k, [(0, 1)])
+
+
+def near_duplicate(h: History, k: int, p: int) -> None:
+    """Values are unique per key only: the same value on two keys is fine."""
+    h.txn(p, [send(k, 1, 0), send(k + 1, 1, 0)])
+    _drain(h, p + 1, k, [(0, 1)])
+    _drain(h, p + 2, k + 1, [(0, 1)])
+
+
+def near_lost_write(h: History, k: int, p: int) -> None:
+    """An indeterminate write nobody read is not lost: it may never have happened."""
+    h.txn(p, [send(k, 1, 0)], "info")
+    h.txn(p + 1, [send(k, 2, 1)])
+    _drain(h, p + 2, k, [(1, 2)])
+
+
+def near_unseen(h: History, k: int, p: int) -> None:
+    """Read late, but read: and an unread failed send never counts."""
+    h.txn(p, [send(k, 1, 0)])
+    h.txn(p, [send(k, 7, None)], "fail")
+    _drain(h, p + 1, k, [(0, 1)])
+
+
+def near_g1a(h: History, k: int, p: int) -> None:
+    """Reading an indeterminate txn's write is fine: it committed after all."""
+    h.txn(p, [send(k, 1, 0)], "info")
+    _drain(h, p + 1, k, [(0, 1)])
+
+
+def near_precommitted_read(h: History, k: int, p: int) -> None:
+    """A txn polling the key it writes, but only records committed before."""
+    h.txn(p, [send(k, 1, 0)])
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [send(k, 2, 1), poll({k: [(0, 1)]})])
+    _drain(h, p + 2, k, [(0, 1), (1, 2)])
+
+
+def near_int_poll_skip(h: History, k: int, p: int) -> None:
+    """Offsets are sparse (offset 1 holds a transaction marker): no skip."""
+    h.txn(p, [send(k, 1, 0), send(k, 3, 2)])
+    _drain(h, p + 1, k, [(0, 1), (2, 3)])
+
+
+def near_int_nonmonotonic_poll(h: History, k: int, p: int) -> None:
+    """A rebalance during the poll: positions may move, so no judgement."""
+    h.txn(p, [send(k, 1, 0), send(k, 2, 1)])
+    h.subscribe(p + 1, [k])
+    h.txn(
+        p + 1,
+        [poll({k: [(1, 2), (0, 1)]})],
+        rebalance_log=[{"type": "assigned", "keys": [k]}],
+    )
+
+
+def near_poll_skip(h: History, k: int, p: int) -> None:
+    """An aborted txn followed by a correct rewind, and a reassign that moves on."""
+    _three(h, k, p)
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1)]})])
+    h.txn(p + 1, [poll({k: [(1, 2)]}), send(k + 1, 9, None)], "fail")
+    h.txn(p + 1, [poll({k: [(1, 2)]})])
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1), (1, 2), (2, 3)]})])
+
+
+def near_nonmonotonic_poll(h: History, k: int, p: int) -> None:
+    """A reassign that legitimately rewinds (assign restarts from the committed
+    position), and a subscriber whose key was rebalanced mid-stream."""
+    h.txn(p, [send(k, 1, 0), send(k, 2, 1)])
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1), (1, 2)]})])
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1)]})])
+    h.subscribe(p + 2, [k])
+    h.txn(p + 2, [poll({k: [(0, 1), (1, 2)]})])
+    h.txn(p + 2, [poll({k: [(1, 2)]})], rebalance_log=[{"type": "assigned", "keys": [k]}])
+
+
+def near_nonmonotonic_send(h: History, k: int, p: int) -> None:
+    """Two concurrent producers may land in either order; one producer across
+    two keys too."""
+    a = h.invoke(p, "send", [send(k, 1, 1)])
+    h.txn(p + 1, [send(k, 2, 0)])
+    h.complete(a, "ok", [send(k, 1, 1)])
+    h.txn(p, [send(k + 1, 3, 0)])
+    _drain(h, p + 2, k, [(0, 2), (1, 1)])
+    _drain(h, p + 3, k + 1, [(0, 3)])
+
+
+def near_int_send_skip(h: History, k: int, p: int) -> None:
+    """A transaction's sends around a marker offset are still adjacent."""
+    h.txn(p, [send(k, 1, 0), send(k, 2, 2)])
+    _drain(h, p + 1, k, [(0, 1), (2, 2)])
+
+
+def near_int_nonmonotonic_send(h: History, k: int, p: int) -> None:
+    """Sends to different keys in one txn are not ordered against each other."""
+    h.txn(p, [send(k, 1, 1), send(k + 1, 2, 0)])
+    _drain(h, p + 1, k, [(1, 1)])
+    _drain(h, p + 2, k + 1, [(0, 2)])
+
+
+def subscribed_poll_skip(h: History, k: int, p: int) -> None:
+    """A skip on a subscribed key: reported, but allowed (rebalances move positions)."""
+    _three(h, k, p)
+    h.subscribe(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1)]})])
+    h.txn(p + 1, [poll({k: [(2, 3)]})])
+    _drain(h, p + 2, k, [(0, 1), (1, 2), (2, 3)])
+
+
+NEAR_MISSES: dict[str, Scenario] = {
+    "inconsistent-offsets": near_inconsistent_offsets,
+    "duplicate": near_duplicate,
+    "lost-write": near_lost_write,
+    "unseen": near_unseen,
+    "G1a": near_g1a,
+    "precommitted-read": near_precommitted_read,
+    "int-poll-skip": near_int_poll_skip,
+    "int-nonmonotonic-poll": near_int_nonmonotonic_poll,
+    "poll-skip": near_poll_skip,
+    "nonmonotonic-poll": near_nonmonotonic_poll,
+    "nonmonotonic-send": near_nonmonotonic_send,
+    "int-send-skip": near_int_send_skip,
+    "int-nonmonotonic-send": near_int_nonmonotonic_send,
+}
+
+
+def build(scenarios: dict[str, Scenario]) -> tuple[History, dict[str, int]]:
+    """One history holding every scenario; returns it and each scenario's key."""
+    h = History()
+    keys = {}
+    for i, (name, scenario) in enumerate(scenarios.items()):
+        keys[name] = 10 * i
+        scenario(h, 10 * i, 10 * i)
+    return h, keys

@@ -1,0 +1,93 @@
+"""Every anomaly kind is found under its Jepsen name, and its near miss is not.
+
+All scenarios share two histories (one of anomalies, one of near misses), so
+the suite pays for two Spark checks instead of thirty.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from checkers import check
+from tests.checkers import scenarios
+from tests.checkers.helpers import kinds_at
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+NEAR = {**scenarios.NEAR_MISSES, "subscribed-poll-skip": scenarios.subscribed_poll_skip}
+
+
+@pytest.fixture(scope="module")
+def anomalies(spark) -> tuple[dict[str, Any], dict[str, int]]:
+    h, keys = scenarios.build({n: s for n, (_, s) in scenarios.ANOMALIES.items()})
+    return check(h.table(), spark=spark), keys
+
+
+@pytest.fixture(scope="module")
+def near_misses(spark) -> tuple[dict[str, Any], dict[str, int]]:
+    h, keys = scenarios.build(NEAR)
+    return check(h.table(), spark=spark), keys
+
+
+@pytest.mark.parametrize("name", list(scenarios.ANOMALIES))
+def test_anomaly_is_found(anomalies, name: str) -> None:
+    result, keys = anomalies
+    kind = scenarios.ANOMALIES[name][0]
+    key = keys[name]
+    found = [i for i in result["anomalies"].get(kind, []) if i.get("key") == key]
+    assert found, f"{kind} not reported for scenario {name}: {result['anomalies'].keys()}"
+    for inst in found:
+        assert inst["explanation"] and str(key) in inst["explanation"]
+
+
+def test_anomaly_history_is_invalid(anomalies) -> None:
+    result, _ = anomalies
+    assert result["valid"] is False
+    assert set(result["allowed"]) == {"G0", "G0-process", "int-send-skip"}
+    assert result["stats"]["anomaly_counts"]["poll-skip"] == 2
+
+
+@pytest.mark.parametrize("name", list(scenarios.NEAR_MISSES))
+def test_near_miss_is_not_flagged(near_misses, name: str) -> None:
+    result, keys = near_misses
+    k = keys[name]
+    assert kinds_at(result, {k, k + 1}) == set()
+
+
+def test_near_miss_history_is_valid(near_misses) -> None:
+    result, _ = near_misses
+    assert result["valid"] is True, result["anomalies"]
+
+
+def test_subscribed_poll_skip_is_reported_but_allowed(near_misses) -> None:
+    result, keys = near_misses
+    (inst,) = result["anomalies"]["poll-skip"]
+    assert inst["key"] == keys["subscribed-poll-skip"] and inst["allowed"] is True
+    assert "subscribe" in result["allowed_why"]["poll-skip"]
+    assert inst["skipped"] == [2]
+
+
+def test_explanations_name_ops(anomalies) -> None:
+    result, keys = anomalies
+    (lost,) = [i for i in result["anomalies"]["lost-write"] if i["key"] == keys["lost-write"]]
+    assert lost["value"] == 1 and lost["writer"]["type"] == "ok"
+    assert lost["explanation"].startswith(f"op {lost['writer']['index']} (process ")
+    (torn,) = [i for i in result["anomalies"]["lost-write"] if i["key"] == keys["torn-txn"]]
+    assert torn["writer"]["type"] == "info"
+    (skip,) = [i for i in result["anomalies"]["poll-skip"] if i["key"] == keys["poll-skip"]]
+    assert skip["skipped"] == [2] and skip["delta"] == 2
+    (rewind,) = [
+        i for i in result["anomalies"]["poll-skip"] if i["key"] == keys["poll-skip-after-abort"]
+    ]
+    assert rewind["mode"] == "rewind" and rewind["prev_op"]["type"] == "fail"
+
+
+def test_stats_for_reports(anomalies) -> None:
+    result, keys = anomalies
+    stats = result["stats"]
+    final = stats["unseen_series"][-1]["unseen"]
+    assert final[str(keys["unseen"])] == 1
+    assert stats["realtime_lag"]["worst"]["lag"] >= 0
+    assert set(result["timings"]) >= {"cases", "cycles", "total"}
