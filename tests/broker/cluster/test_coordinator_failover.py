@@ -1,0 +1,75 @@
+"""Coordinators move with the leadership of their internal partitions: after the
+group coordinator's node is SIGKILLed, the new leader of its ``__consumer_offsets``
+partition reloads the group from the replicated log, so committed offsets survive
+and the group carries on from them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+
+from broker.replication.local_cluster import LocalCluster
+from tests.broker.cluster.clients import admin, create_topic, produce
+
+pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
+
+
+def consume(bootstrap: str, count: int, timeout: float = 60) -> list[str]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "cg", "auto.offset.reset": "earliest",
+         "enable.auto.commit": False}
+    )  # fmt: skip
+    consumer.subscribe(["work"])
+    values: list[str] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                values.append(message.value().decode())
+        if values:
+            consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return values
+
+
+def coordinator_of(bootstrap: str) -> int:
+    client = admin(bootstrap)
+    futures = client.describe_consumer_groups(["cg"], request_timeout=10)
+    return futures["cg"].result(30).coordinator.id
+
+
+def test_committed_offsets_survive_the_coordinator_sigkill(
+    start_cluster: Callable[..., LocalCluster],
+) -> None:
+    cluster = start_cluster(settings=("broker.session.timeout.ms=2000",))
+    create_topic(cluster.bootstrap, "work", 3, 3, **{"min.insync.replicas": "2"})
+    first = {p: [f"a{p}-{i}" for i in range(10)] for p in range(3)}
+    assert produce(cluster.bootstrap, "work", first) == [None] * 30
+    assert sorted(consume(cluster.bootstrap, 30)) == sorted(v for vs in first.values() for v in vs)
+
+    coordinator = coordinator_of(cluster.bootstrap)
+    cluster.kill(coordinator)
+    survivors = ",".join(n.address for n in cluster.nodes.values() if n.node_id != coordinator)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            moved = coordinator_of(survivors)
+            if moved != coordinator:
+                break
+        except Exception:  # the group is briefly without a coordinator
+            pass
+        assert time.monotonic() < deadline, "no new coordinator"
+        time.sleep(0.3)
+    client = admin(survivors)
+    request = ConsumerGroupTopicPartitions("cg", [TopicPartition("work", p) for p in range(3)])
+    offsets = client.list_consumer_group_offsets([request])["cg"].result(30)
+    assert sorted(tp.offset for tp in offsets.topic_partitions) == [10, 10, 10]
+
+    second = {p: [f"b{p}"] for p in range(3)}
+    assert produce(survivors, "work", second) == [None] * 3
+    assert sorted(consume(survivors, 3)) == ["b0", "b1", "b2"]
