@@ -30,8 +30,9 @@ class ReplicatedPartition(Partition):
     ) -> None:
         super().__init__(topic, index, log, assignment)
         self.node_id = node_id
-        # Unknown after a restart: only the leader's view of the ISR can raise it.
-        self.high_watermark = log.log_start_offset
+        # Not checkpointed: a restarted replica takes its log end (as the single node
+        # does), so a coordinator reloading its partition sees its whole state; a
+        # follower's is cut back by its KIP-101 truncation.
         self.follower_leo: dict[int, int] = {}
         self.epoch_start_offset = log.next_offset
         self.on_caught_up: Callable[[ReplicatedPartition, int], None] | None = None
