@@ -32,6 +32,14 @@ BUGS: dict[str, Bug] = {
             "the leader answers an acks=all produce without waiting for the high watermark",
         ),
         Bug(
+            "unclean-election",
+            "unclean.leader.election.enable=true forced on: the behaviour Kafka had by "
+            "default before 0.11 (KAFKA-1211 era, Jepsen's 2013 Kafka analysis)",
+            "lost-write and inconsistent-offsets: an out-of-sync replica leads and the old "
+            "leader's acknowledged tail is truncated away",
+            "the controller elects any live replica when no in-sync replica is left",
+        ),
+        Bug(
             "read-above-hw",
             "fetches served past the high watermark (Redpanda #3003-like)",
             "reads of records later truncated away (G1a-like aborted reads, inconsistent-offsets)",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from broker import bugs
 from broker.config import ConfigError
 from broker.controller import requests as c
 from broker.controller.quorum_controller import QuorumController
@@ -70,7 +71,8 @@ class ClusterNode:
                 session_timeout_ms=config["broker.session.timeout.ms"],
                 default_replication_factor=min(config["default.replication.factor"], n),
                 default_partitions=config["num.partitions"],
-                unclean_leader_election=config["unclean.leader.election.enable"],
+                unclean_leader_election=config["unclean.leader.election.enable"]
+                or bugs.active("unclean-election"),
             ),
         )
         self.publisher = BrokerMetadataPublisher(broker)
