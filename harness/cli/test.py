@@ -11,7 +11,9 @@ valid, 1 invalid, 2 unknown (worst over ``--test-count`` runs).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
+import io
 import signal
 import sys
 import threading
@@ -56,8 +58,7 @@ def spec_from_args(args: argparse.Namespace) -> TestSpec:
 
 def _run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
-    # `kill -USR1 <pid>` prints every thread's stack: how a stuck client is found
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    _dump_stacks_on_sigusr1()
     from harness.cluster import ClusterError
     from nemesis.base import NemesisError
 
@@ -71,6 +72,13 @@ def _run(args: argparse.Namespace) -> int:
         if code == ExitCode.INVALID or (code == ExitCode.UNKNOWN and worst == ExitCode.VALID):
             worst = ExitCode(code)
     return int(worst)
+
+
+def _dump_stacks_on_sigusr1() -> None:
+    """`kill -USR1 <pid>` prints every thread's stack: how a stuck client is
+    found. Needs a real stderr file (not so when embedded, e.g. under pytest)."""
+    with contextlib.suppress(io.UnsupportedOperation, AttributeError, ValueError, RuntimeError):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 def _run_one(spec: TestSpec) -> int:

@@ -120,8 +120,8 @@ def test_jepka_test_end_to_end_gives_a_verdict(
             str(store),
         ]
     )
-    out = capsys.readouterr().out
-    assert code == 0, out
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
     assert "valid: True" in out
     run = (store / "latest").resolve()
     test = json.loads((run / "test.json").read_text())
@@ -182,9 +182,9 @@ def test_ctrl_c_stops_and_still_checks_what_was_recorded(
     finally:
         presser.join(5)
         broker.kill()
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     # without final reads some sends may be unseen: any verdict, but a verdict
-    assert code in (0, 1, 2) and "valid:" in out, out
+    assert code in (0, 1, 2) and "valid:" in out, out + err
     run = (store / "latest").resolve()
     assert json.loads((run / "test.json").read_text())["status"] == "interrupted"
     results = json.loads((run / "results.json").read_text())
