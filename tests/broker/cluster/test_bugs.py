@@ -41,6 +41,9 @@ def test_early_ack_acknowledges_writes_a_failover_loses(
     cluster = start_cluster(settings=SETTINGS, bugs=("early-ack",) if bug else ())
     create_topic(cluster.bootstrap, "acks", 1, 3, **{"min.insync.replicas": "2"})
     assert produce(cluster.bootstrap, "acks", {0: ["safe"]}) == [None]
+    # Consumers read below the HW only: once "safe" is readable every follower has it
+    # (with the bug its acknowledgement alone would not say so).
+    assert read_partition(cluster.bootstrap, "acks", 0, 1) == ["safe"]
     leader, survivors = isolate_leader(cluster, "acks")
     outcome = produce(
         cluster.nodes[leader].address, "acks", {0: ["early"]}, **{"message.timeout.ms": 2000}
