@@ -41,6 +41,7 @@ def test_bad_voters(text: str, message: str) -> None:
         (["--voters", "1@127.0.0.1"], "--voters: expected ID@HOST:PORT"),
         (["--voters", "2@127.0.0.1:9"], "node 1 is not among [2]"),
         (["--voters", "1@127.0.0.1:9", "--listen", "127.0.0.1:0"], "needs a fixed port"),
+        (["--bug", "early-ack", "--bug", "nope"], "--bug: unknown bug 'nope'"),
     ],
 )
 def test_cli_refuses_bad_cluster_options(tmp_path: Path, args: list[str], message: str) -> None:
