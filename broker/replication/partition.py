@@ -99,6 +99,8 @@ class ReplicatedPartition(Partition):
         NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below min.insync.replicas then."""
         if bugs.active("early-ack"):
             return
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"{self.topic}-{self.index}")
         if self.high_watermark < end_offset:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._acks.append((end_offset, waiter))

@@ -1,0 +1,125 @@
+"""ReplicatedPartition on a real log: the HW is the smallest LEO of the ISR and never
+falls, acks=all waits for it, followers copy batches with the leader's offsets and
+epochs, and KIP-101's end offset for an epoch comes from the batches' epochs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.config import TOPIC_KEYS
+from broker.errors import ErrorCode, KafkaError
+from broker.log.ledger import FsyncLedger
+from broker.log.log import Log
+from broker.replication.partition import ReplicatedPartition, end_offset_for_epoch
+from broker.server.topics import PartitionAssignment
+from tests.broker.batches import make_batch, read_values
+
+DEFAULTS = {name: key.default for name, key in TOPIC_KEYS.items()}
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[FsyncLedger]:
+    ledger = FsyncLedger(tmp_path)
+    yield ledger
+    ledger.close()
+
+
+def replica(
+    tmp_path: Path, ledger: FsyncLedger, node: int, leader: int = 1, epoch: int = 0,
+    min_isr: int = 1,
+) -> ReplicatedPartition:  # fmt: skip
+    log = Log.open(tmp_path / f"n{node}" / "t-0", {**DEFAULTS, "min.insync.replicas": min_isr},
+                   ledger, clean=True)  # fmt: skip
+    return ReplicatedPartition(
+        "t", 0, log, PartitionAssignment([1, 2, 3], leader, epoch, [1, 2, 3]), node
+    )
+
+
+def test_hw_is_the_smallest_isr_leo_and_never_falls(tmp_path: Path, ledger: FsyncLedger) -> None:
+    leader = replica(tmp_path, ledger, 1)
+    leader.log.append(bytearray(make_batch([b"a", b"b", b"c"])), 0)
+    leader.maybe_advance_hw()
+    assert leader.high_watermark == 0  # followers' positions unknown
+    leader.update_follower(2, 3)
+    assert leader.high_watermark == 0
+    leader.update_follower(3, 1)
+    assert leader.high_watermark == 1
+    leader.update_follower(3, 3)
+    assert leader.high_watermark == 3
+    leader.update_follower(3, 0)  # a stale fetch offset never moves the HW back
+    assert leader.high_watermark == 3
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2]))  # 3 left the ISR
+    leader.log.append(bytearray(make_batch([b"d"])), 0)
+    leader.update_follower(2, 4)
+    assert leader.high_watermark == 4
+
+
+def test_acks_all_waits_for_the_hw(tmp_path: Path, ledger: FsyncLedger) -> None:
+    async def scenario() -> None:
+        leader = replica(tmp_path, ledger, 1, min_isr=2)
+        leader.log.append(bytearray(make_batch([b"a"])), 0)
+        waiting = asyncio.ensure_future(leader.wait_replicated(1))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        leader.update_follower(2, 1)
+        leader.update_follower(3, 1)
+        await asyncio.wait_for(waiting, 1)
+
+        leader.log.append(bytearray(make_batch([b"b"])), 0)
+        waiting = asyncio.ensure_future(leader.wait_replicated(2))
+        leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1]))  # ISR shrank below 2
+        with pytest.raises(KafkaError) as refused:
+            await asyncio.wait_for(waiting, 1)
+        assert refused.value.code is ErrorCode.not_enough_replicas_after_append
+
+        waiting = asyncio.ensure_future(leader.wait_replicated(3))
+        await asyncio.sleep(0.01)
+        leader.reassign(PartitionAssignment([1, 2, 3], 2, 1, [1, 2]))  # deposed
+        with pytest.raises(KafkaError) as deposed:
+            await asyncio.wait_for(waiting, 1)
+        assert deposed.value.code is ErrorCode.not_leader_or_follower
+        with pytest.raises(KafkaError):  # and later waits are refused at once
+            await leader.wait_replicated(3)
+
+    asyncio.run(scenario())
+
+
+def test_follower_copies_offsets_epochs_and_truncates(tmp_path: Path, ledger: FsyncLedger) -> None:
+    leader = replica(tmp_path, ledger, 1, epoch=4)
+    follower = replica(tmp_path, ledger, 2, epoch=4)
+    leader.log.append(bytearray(make_batch([b"a", b"b"])), 3)
+    leader.log.append(bytearray(make_batch([b"c"])), 4)
+    follower.append_as_follower(leader.log.read(0, 1 << 20, 3), leader_hw=2)
+    assert read_values(follower.log.read(0, 1 << 20, 3)) == [(0, b"a"), (1, b"b"), (2, b"c")]
+    assert follower.high_watermark == 2
+    assert end_offset_for_epoch(follower.log, 3) == (3, 2)
+    follower.truncate_to(2)
+    assert follower.log.next_offset == 2 and follower.high_watermark == 2
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=8).map(sorted), st.integers(0, 5))
+def test_end_offset_for_epoch_matches_a_model(tmp_path_factory, epochs, asked) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path_factory.mktemp("epochs")
+    ledger = FsyncLedger(path)
+    try:
+        log = Log.open(path / "t-0", DEFAULTS, ledger, clean=True)
+        for epoch in epochs:  # one record per batch, so offset i has epochs[i]
+            log.append(bytearray(make_batch([b"x"])), epoch)
+        lower = [e for e in epochs if e <= asked]
+        if not lower:
+            expected = (-1, -1)
+        else:
+            found = max(lower)
+            later = [i for i, e in enumerate(epochs) if e > found]
+            expected = (found, later[0] if later else len(epochs))
+        assert end_offset_for_epoch(log, asked) == expected
+        log.close()
+    finally:
+        ledger.close()
