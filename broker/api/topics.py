@@ -67,6 +67,8 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
 
 @api(20, 1, 4)
 async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if ctx.broker.cluster is not None:
+        return await ctx.broker.cluster.forward_delete_topics(list(request.topic_names))
     results = []
     for name in request.topic_names:
         code = ErrorCode.none

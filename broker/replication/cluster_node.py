@@ -120,6 +120,7 @@ class ClusterNode:
             63: lambda r: apis.handle_heartbeat(ctl, r),
             19: lambda r: apis.handle_create_topics(ctl, r),
             56: lambda r: apis.handle_alter_partition(ctl, r),
+            20: lambda r: apis.handle_delete_topics(ctl, r),
         }
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -289,6 +290,18 @@ class ClusterNode:
                 for t in topics
             ]
         return {"throttle_time": 0, "topics": results}
+
+    async def forward_delete_topics(self, names: list[str]) -> dict[str, Any]:
+        """A client's DeleteTopics, answered with the controller's results."""
+        try:
+            answer = await self.call_controller(apis.delete_topics_request(names), timeout=30)
+            results = [(r.name, r.error_code) for r in answer.responses]
+        except ControllerUnavailable:
+            results = [(n, ErrorCode.request_timed_out) for n in names]
+        return {
+            "throttle_time": 0,
+            "responses": [{"name": n, "error_code": c, "error_message": None} for n, c in results],
+        }
 
     async def _ensure_internal_topics(self) -> None:
         config = self.broker.config

@@ -1,7 +1,8 @@
 """The controller's Kafka APIs between kio entities and ``broker.controller``'s
-requests: BrokerRegistration, BrokerHeartbeat, AlterPartition and CreateTopics (forwarded by brokers
-to the active controller, as KRaft brokers do). Builders for the broker side and
-handlers for the controller side live together so the two cannot drift apart."""
+requests: BrokerRegistration, BrokerHeartbeat, AlterPartition, and CreateTopics and
+DeleteTopics (forwarded by brokers to the active controller, as KRaft brokers do).
+Builders for the broker side and handlers for the controller side live together so
+the two cannot drift apart."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from kio.schema.broker_registration.v0 import request as reg_req
 from kio.schema.broker_registration.v0 import response as reg_resp
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.create_topics.v7 import response as ct_resp
+from kio.schema.delete_topics.v4 import request as dt_req
+from kio.schema.delete_topics.v4 import response as dt_resp
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64, u16
@@ -167,6 +170,27 @@ async def handle_alter_partition(controller: QuorumController, request: Any) -> 
         topics.append(ap_resp.TopicData(topic_id=topic.topic_id, partitions=tuple(answers)))
     return ap_resp.AlterPartitionResponse(
         throttle_time=NO_THROTTLE, error_code=ErrorCode.none, topics=tuple(topics)
+    )
+
+
+# -- DeleteTopics --------------------------------------------------------------------------
+def delete_topics_request(names: list[str]) -> Any:
+    return dt_req.DeleteTopicsRequest(
+        topic_names=tuple(TopicName(n) for n in names),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+    )
+
+
+async def handle_delete_topics(controller: QuorumController, request: Any) -> Any:
+    names = list(request.topic_names)
+    code, answer = await outcome(controller.delete_topics(names))
+    results = answer or dict.fromkeys(names, code)
+    return dt_resp.DeleteTopicsResponse(
+        throttle_time=NO_THROTTLE,
+        responses=tuple(
+            dt_resp.DeletableTopicResult(name=TopicName(n), error_code=c)
+            for n, c in results.items()
+        ),
     )
 
 

@@ -78,3 +78,19 @@ def test_controller_failover_while_topics_are_created(
     values = {0: ["a", "b"], 1: ["c"]}
     assert produce(survivors, "after", values) == [None] * 3
     assert read_partition(survivors, "after", 0, 2) == ["a", "b"]
+
+
+def test_deleted_topic_disappears_from_every_node(
+    start_cluster: Callable[..., LocalCluster],
+) -> None:
+    cluster = start_cluster()
+    create_topic(cluster.bootstrap, "doomed", 3, 3)
+    assert list(cluster.root.glob("n*/doomed-*"))  # replicas on disk
+    client = admin(cluster.bootstrap)
+    client.delete_topics(["doomed"], operation_timeout=30)["doomed"].result(60)
+    deadline = time.monotonic() + 30
+    for node in cluster.nodes.values():
+        while "doomed" in admin(node.address).list_topics(timeout=10).topics:
+            assert time.monotonic() < deadline, f"node {node.node_id} still lists the topic"
+            time.sleep(0.2)
+    assert not list(cluster.root.glob("n*/doomed-*"))
