@@ -89,6 +89,7 @@ def stop_session() -> None:
 
 
 SMALL_ROWS = 300_000
+COMPRESS_CACHE_ROWS = 10_000_000
 
 
 def tune_for_size(spark: SparkSession, rows: int | None) -> None:
@@ -103,6 +104,11 @@ def tune_for_size(spark: SparkSession, rows: int | None) -> None:
         "spark.sql.codegen.wholeStage": str(not small).lower(),
         "spark.sql.codegen.factoryMode": "NO_CODEGEN" if small else "FALLBACK",
         "spark.sql.adaptive.enabled": str(not small).lower(),
+        # Compressing cached frames costs a third of a mid-size check; only
+        # the biggest histories need the memory it saves.
+        "spark.sql.inMemoryColumnarStorage.compressed": str(
+            rows is None or rows >= COMPRESS_CACHE_ROWS
+        ).lower(),
     }
     for key, value in settings.items():
         spark.conf.set(key, value)
