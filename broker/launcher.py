@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -38,18 +38,26 @@ class BrokerProcess:
         )
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None
+        # epoll, not select(): a test process may hold more than 1024 descriptors
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            if self._await_ready(sel, deadline):
+                return self
+        self.kill()
+        raise RuntimeError("broker did not become ready")
+
+    def _await_ready(self, sel: selectors.BaseSelector, deadline: float) -> bool:
+        assert self.proc is not None and self.proc.stdout is not None
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if ready:
+            if sel.select(0.5):
                 line = self.proc.stdout.readline()
                 if line.startswith(READY):
                     self.port = int(line.rsplit(":", 1)[1])
-                    return self
+                    return True
             if self.proc.poll() is not None:
                 err = self.proc.stderr.read() if self.proc.stderr else ""
                 raise RuntimeError(f"broker exited with {self.proc.returncode}: {err}")
-        self.kill()
-        raise RuntimeError("broker did not become ready")
+        return False
 
     def kill(self) -> None:
         """SIGKILL, as a crash."""
