@@ -72,7 +72,7 @@ def unseen(c: Case) -> str:
 def g1a(c: Case) -> str:
     return (
         f"{op_name(c['reader'])} polled {c['value']} from key {c['key']} {_at(c['offset'])}, "
-        f"but {op_name(c['writer'])}, which sent it, failed (aborted)."
+        f"which {op_name(c['writer'])} sent: an aborted write."
     )
 
 
