@@ -42,8 +42,7 @@ def allowed_kinds(
         elif kind in G1C_KINDS and ww_deps and cycles.pure_counts.get(kind, 0) == 0:
             allowed[kind] = (
                 "every such cycle needs a ww edge, and "
-                + WRITES_NOT_ISOLATED[0].lower()
-                + WRITES_NOT_ISOLATED[1:]
+                + WRITES_NOT_ISOLATED
                 + " (use --no-ww-deps to look for pure wr cycles)"
             )
         elif kind in SUBSCRIBE_KINDS and c["allowed"] == c["total"]:
