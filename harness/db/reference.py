@@ -3,7 +3,17 @@
 The broker reads a Java-style properties file; the adapter writes one per
 node with the cluster-wide durability settings (internal topics at RF 3 and
 min ISR 2 where there are enough nodes) and passes historical bugs through
-as `--bug` flags.
+as `--bug` flags. Several nodes form one KRaft combined-mode cluster: every
+broker gets the same `--voters` list naming each node's controller listener
+(its address, `controller_port`). A single node runs without `--voters`, as
+the stand-alone broker it always was.
+
+The broker hands out producer ids from a block reserved in its data dir
+(`producer-id-block`), not yet through the controller, so in a cluster each
+node's first block is seeded at `node_id << PRODUCER_ID_SHIFT`: otherwise two
+nodes give different producers the same id, and a partition leader takes one
+producer's batches for another's retries (duplicates acknowledged at the
+offsets of other records).
 """
 
 from __future__ import annotations
@@ -15,6 +25,10 @@ from collections.abc import Mapping, Sequence
 
 from harness.backends.base import Node
 from harness.db.base import DaemonDB, stdout_file
+
+PRODUCER_ID_FILE = "producer-id-block"
+#: leaves 2**40 producer ids to each node
+PRODUCER_ID_SHIFT = 40
 
 
 def reference_properties(
@@ -51,6 +65,7 @@ class ReferenceBroker(DaemonDB):
         overrides: Mapping[str, str] | None = None,
         extra_args: Sequence[str] = (),
         config_path: str | None = None,
+        controller_port: int = 9093,
     ) -> None:
         self.executable = list(executable)
         self.port = port
@@ -58,6 +73,7 @@ class ReferenceBroker(DaemonDB):
         self.overrides = dict(overrides or {})
         self.extra_args = list(extra_args)
         self.config_path = config_path
+        self.controller_port = controller_port
 
     def data_dir(self, node: Node) -> str:
         return posixpath.join(node.root, "data")
@@ -65,7 +81,15 @@ class ReferenceBroker(DaemonDB):
     def config_file(self, node: Node) -> str:
         return self.config_path or posixpath.join(node.root, "broker.properties")
 
+    def voters(self, nodes: Sequence[Node]) -> str:
+        """The `--voters` value of a cluster of `nodes` ('' for one node)."""
+        if len(nodes) < 2:
+            return ""
+        return ",".join(f"{n.node_id}@{n.address}:{self.controller_port}" for n in nodes)
+
     def configure(self, node: Node, nodes: list[Node]) -> None:
+        if len(nodes) > 1:
+            self.seed_producer_ids(node)
         if self.config_path:  # provided by the node (the compose file mounts it)
             return
         text = reference_properties(node, nodes, self.overrides)
@@ -75,6 +99,13 @@ class ReferenceBroker(DaemonDB):
             node.remote.upload(f.name, self.config_file(node))
         finally:
             os.unlink(f.name)
+
+    def seed_producer_ids(self, node: Node) -> None:
+        """Starts the node's producer ids in its own range unless it has
+        handed out any already."""
+        path = posixpath.join(self.data_dir(node), PRODUCER_ID_FILE)
+        first = node.node_id << PRODUCER_ID_SHIFT
+        node.run(f"[ -e {path} ] || {{ echo {first} > {path}.tmp && mv {path}.tmp {path}; }}")
 
     def command(self, node: Node, nodes: list[Node]) -> list[str]:
         argv = [
@@ -88,6 +119,8 @@ class ReferenceBroker(DaemonDB):
             "--config",
             self.config_file(node),
         ]
+        if voters := self.voters(nodes):
+            argv += ["--voters", voters]
         for bug in self.bugs:
             argv += ["--bug", bug]
         return argv + self.extra_args
