@@ -45,6 +45,32 @@ BUGS: dict[str, Bug] = {
             "reads of records later truncated away (G1a-like aborted reads, inconsistent-offsets)",
             "consumer fetches read up to the leader's log end instead of its high watermark",
         ),
+        Bug(
+            "lso-off-by-one",
+            "the last stable offset one past the first offset of an open transaction "
+            "(Redpanda #3036)",
+            "G1a aborted read: a read_committed consumer sees a record of a transaction that "
+            "is still open and later aborted",
+            "the LSO is the first unstable offset plus one, so a read_committed fetch returns "
+            "the open transaction's first batch",
+        ),
+        Bug(
+            "no-dedup",
+            "idempotent producers' sequence numbers not checked (Redpanda #3039, where the "
+            "check was lost after a leader change)",
+            "duplicate: a retried batch of an idempotent producer appears twice in the log",
+            "the leader appends every batch of an idempotent producer, without the duplicate "
+            "lookup and the sequence check",
+        ),
+        Bug(
+            "no-epoch-fencing",
+            "a deposed leader that keeps accepting produce requests (split brain, as in "
+            "Jepsen's 2013 Kafka analysis of partitioned leaders)",
+            "lost-write and inconsistent-offsets: acks=1 writes the deposed leader "
+            "acknowledged are absent from the new leader's log, which diverges from its own",
+            "a replica that led an earlier leader epoch still takes produce requests after "
+            "the controller moved leadership elsewhere",
+        ),
     )
 }
 

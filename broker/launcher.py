@@ -22,6 +22,7 @@ class BrokerProcess:
     node_id: int = 1
     proc: subprocess.Popen[str] | None = None
     port: int = 0
+    bugs: list[str] = field(default_factory=list)
 
     @property
     def bootstrap(self) -> str:
@@ -33,6 +34,8 @@ class BrokerProcess:
         args += ["--listen", f"127.0.0.1:{self.port}", "--data-dir", str(self.data_dir)]
         for item in self.settings:
             args += ["--set", item]
+        for bug in self.bugs:
+            args += ["--bug", bug]
         self.proc = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )

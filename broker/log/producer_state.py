@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from broker import bugs
 from broker.errors import ErrorCode, KafkaError
 from broker.log.batch import CONTROL_ABORT, INT32_MAX, BatchHeader
 from broker.log.ledger import FsyncLedger
@@ -85,6 +86,21 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
+def _check_sequence(entry: ProducerEntry, header: BatchHeader) -> None:
+    """A client batch that is not a duplicate must follow the producer's last one."""
+    if header.producer_epoch != entry.epoch:
+        if header.base_sequence != 0 and entry.epoch != NO_EPOCH:
+            raise KafkaError(
+                ErrorCode.out_of_order_sequence_number,
+                f"sequence {header.base_sequence} for a new epoch {header.producer_epoch}",
+            )
+    elif entry.batches and not _in_sequence(entry.last_seq, header.base_sequence):
+        raise KafkaError(
+            ErrorCode.out_of_order_sequence_number,
+            f"pid {header.producer_id}: seq {header.base_sequence} after {entry.last_seq}",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class CompletedTxn:
     producer_id: int
@@ -115,21 +131,12 @@ class ProducerStateManager:
                 ErrorCode.invalid_producer_epoch,
                 f"producer {header.producer_id}: epoch {header.producer_epoch} < {entry.epoch}",
             )
-        duplicate = entry.find_duplicate(header)
-        if duplicate is not None:
-            return duplicate
-        if from_client and header.base_sequence >= 0:
-            if header.producer_epoch != entry.epoch:
-                if header.base_sequence != 0 and entry.epoch != NO_EPOCH:
-                    raise KafkaError(
-                        ErrorCode.out_of_order_sequence_number,
-                        f"sequence {header.base_sequence} for a new epoch {header.producer_epoch}",
-                    )
-            elif entry.batches and not _in_sequence(entry.last_seq, header.base_sequence):
-                raise KafkaError(
-                    ErrorCode.out_of_order_sequence_number,
-                    f"pid {header.producer_id}: seq {header.base_sequence} after {entry.last_seq}",
-                )
+        if not bugs.active("no-dedup"):  # with it, sequence numbers go unchecked
+            duplicate = entry.find_duplicate(header)
+            if duplicate is not None:
+                return duplicate
+            if from_client and header.base_sequence >= 0:
+                _check_sequence(entry, header)
         if from_client and not header.is_transactional and entry.txn_first_offset is not None:
             raise KafkaError(
                 ErrorCode.invalid_txn_state, "non-transactional batch inside an open transaction"

@@ -38,6 +38,7 @@ class ReplicatedPartition(Partition):
         self.on_caught_up: Callable[[ReplicatedPartition, int], None] | None = None
         self._acks: list[tuple[int, asyncio.Future[None]]] = []
         self._data_waiters: set[asyncio.Future[None]] = set()
+        self.deposed = False  # led an earlier epoch, another replica leads now
         self._reset_followers()
 
     @property
@@ -50,6 +51,10 @@ class ReplicatedPartition(Partition):
             self.assignment.leader != self.node_id
             or assignment.leader_epoch != self.assignment.leader_epoch
         )
+        if assignment.leader == self.node_id:
+            self.deposed = False
+        elif self.is_leader:
+            self.deposed = True
         self.assignment = assignment
         if became_leader:
             self._reset_followers()
@@ -59,6 +64,11 @@ class ReplicatedPartition(Partition):
         self.wake()
 
     # -- leader --------------------------------------------------------------------------
+    def check_leader(self, node_id: int) -> None:
+        if bugs.active("no-epoch-fencing") and self.deposed:
+            return  # split brain: the deposed leader still takes produce requests
+        super().check_leader(node_id)
+
     def _reset_followers(self) -> None:
         """A new leadership: followers' positions are unknown until they fetch again."""
         self.follower_leo = {r: UNKNOWN for r in self.assignment.replicas if r != self.node_id}

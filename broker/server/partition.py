@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+from broker import bugs
 from broker.errors import ErrorCode, KafkaError
 from broker.log.log import Log
 from broker.server.topics import PartitionAssignment
@@ -35,6 +36,8 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         unstable = self.log.producer_state.first_unstable_offset()
+        if unstable is not None and bugs.active("lso-off-by-one"):
+            unstable += 1  # one past the open transaction's first offset
         return self.high_watermark if unstable is None else min(unstable, self.high_watermark)
 
     def check_leader_epoch(self, epoch: int) -> None:
