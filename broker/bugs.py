@@ -46,6 +46,15 @@ BUGS: dict[str, Bug] = {
             "consumer fetches read up to the leader's log end instead of its high watermark",
         ),
         Bug(
+            "hw-truncation",
+            "pre-KIP-101 replication (Kafka before 0.11): a follower truncates to its high "
+            "watermark after a leader change and reconciles without leader epochs",
+            "lost-write and inconsistent-offsets: the follower drops an acknowledged tail "
+            "above its stale HW (lost if it leads next), or keeps a diverged one",
+            "on a leader change a follower cuts its log to its own HW instead of asking the "
+            "leader with OffsetForLeaderEpoch where its epoch ends",
+        ),
+        Bug(
             "lso-off-by-one",
             "the last stable offset one past the first offset of an open transaction "
             "(Redpanda #3036)",

@@ -22,6 +22,7 @@ from kio.schema.offset_for_leader_epoch.v3 import request as ofle_req
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
+from broker import bugs
 from broker.replication.partition import ReplicatedPartition, end_offset_for_epoch
 from broker.replication.peer_client import PeerConnection, PeerError
 
@@ -103,6 +104,11 @@ class ReplicaFetchers:
     ) -> None:
         stale = {tp: p for tp, p in parts.items() if self._synced.get(tp) != p.leader_epoch}
         if not stale:
+            return
+        if bugs.active("hw-truncation"):  # pre-KIP-101: to the HW, without asking the leader
+            for tp, partition in stale.items():
+                partition.truncate_to(partition.high_watermark)
+                self._synced[tp] = partition.leader_epoch
             return
         asked = {tp: latest_epoch(p) for tp, p in stale.items()}
         request = ofle_req.OffsetForLeaderEpochRequest(
