@@ -71,6 +71,9 @@ class ClusterSpec:
     ssh_key: str | None = None
     node_root: str | None = None
     compose_file: str | None = None
+    #: reference brokers form one combined-mode cluster (False: independent
+    #: single-node brokers; the docker compose nodes are always independent)
+    replicated: bool = True
 
     def validate(self) -> ClusterSpec:
         if not self.name or not all(c.isalnum() or c in "-_" for c in self.name):
@@ -167,12 +170,14 @@ def make_db(spec: ClusterSpec) -> DaemonDB:
             port=spec.port,
             bugs=spec.bugs,
             config_path="/etc/jepka/broker.properties",
+            replicated=False,
         )
     return ReferenceBroker(
         spec.broker_command or default_broker_command(),
         port=spec.port,
         bugs=spec.bugs,
         overrides=spec.broker_overrides,
+        replicated=spec.replicated,
     )
 
 

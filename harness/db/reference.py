@@ -66,6 +66,7 @@ class ReferenceBroker(DaemonDB):
         extra_args: Sequence[str] = (),
         config_path: str | None = None,
         controller_port: int = 9093,
+        replicated: bool = True,
     ) -> None:
         self.executable = list(executable)
         self.port = port
@@ -74,6 +75,7 @@ class ReferenceBroker(DaemonDB):
         self.extra_args = list(extra_args)
         self.config_path = config_path
         self.controller_port = controller_port
+        self.replicated = replicated
 
     def data_dir(self, node: Node) -> str:
         return posixpath.join(node.root, "data")
@@ -82,13 +84,14 @@ class ReferenceBroker(DaemonDB):
         return self.config_path or posixpath.join(node.root, "broker.properties")
 
     def voters(self, nodes: Sequence[Node]) -> str:
-        """The `--voters` value of a cluster of `nodes` ('' for one node)."""
-        if len(nodes) < 2:
+        """The `--voters` value of a cluster of `nodes` ('' for one node, or
+        for independent brokers when not `replicated`)."""
+        if len(nodes) < 2 or not self.replicated:
             return ""
         return ",".join(f"{n.node_id}@{n.address}:{self.controller_port}" for n in nodes)
 
     def configure(self, node: Node, nodes: list[Node]) -> None:
-        if len(nodes) > 1:
+        if self.voters(nodes):
             self.seed_producer_ids(node)
         if self.config_path:  # provided by the node (the compose file mounts it)
             return

@@ -18,7 +18,9 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
     if reason:
         pytest.skip(reason)
     store = tmp_path_factory.mktemp("store")
-    spec = ClusterSpec(name=f"t{uuid.uuid4().hex[:8]}", backend="local", nodes=3)
+    # Independent brokers: each fault is observed on the one node it hits
+    # (the replicated cluster runs under faults in tests/harness/test_runner_cluster.py).
+    spec = ClusterSpec(name=f"t{uuid.uuid4().hex[:8]}", backend="local", nodes=3, replicated=False)
     cluster = Cluster.up(spec, store)
     try:
         yield cluster
