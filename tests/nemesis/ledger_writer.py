@@ -13,6 +13,18 @@ import threading
 import time
 
 
+def listen(host: str, port: int, timeout: float = 20.0) -> socket.socket:
+    """Binds, retrying while the namespace's address is still coming up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return socket.create_server((host, port))
+        except OSError as e:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"ledger_writer: cannot listen on {host}:{port}: {e}") from e
+            time.sleep(0.1)
+
+
 def main() -> None:
     data, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
     os.makedirs(os.path.join(data, "seg"), exist_ok=True)
@@ -21,7 +33,7 @@ def main() -> None:
         name: os.open(os.path.join(data, name), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         for name in ("seg/a.log", "b.log", "never.log")
     }
-    server = socket.create_server((host, port))
+    server = listen(host, port)
     threading.Thread(
         target=lambda: [server.accept()[0].close() for _ in iter(int, 1)], daemon=True
     ).start()
