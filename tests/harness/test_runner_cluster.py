@@ -6,13 +6,70 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from harness.backends.local import cluster_tag
+from harness.backends.base import Node
+from harness.backends.local import NetnsRemote, cluster_tag
 from harness.cli import main
+from harness.cluster import ClusterSpec, make_db
+from harness.control import Result
+from harness.db.reference import PRODUCER_ID_SHIFT, ReferenceBroker
 from tests.nemesis.probes import leftovers, netns_available
+
+
+class LocalShell(NetnsRemote):
+    """Runs a node's shell lines right here (the node's root is a temp dir)."""
+
+    def execute(self, line: str, *, timeout: float = 60.0) -> Result:
+        proc = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=timeout)
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _nodes(count: int) -> list[Node]:
+    return [
+        Node(f"n{i}", f"198.18.7.{10 + i}", NetnsRemote(f"jk-x-n{i}"), f"/srv/n{i}", i)
+        for i in range(1, count + 1)
+    ]
+
+
+def test_nodes_of_a_cluster_share_one_voters_list() -> None:
+    nodes = _nodes(3)
+    db = ReferenceBroker(["jepka", "broker"], bugs=["early-ack"])
+    voters = "1@198.18.7.11:9093,2@198.18.7.12:9093,3@198.18.7.13:9093"
+    for node in nodes:
+        argv = db.command(node, nodes)
+        assert argv[argv.index("--voters") + 1] == voters
+        assert argv[argv.index("--node-id") + 1] == str(node.node_id)
+        assert argv[argv.index("--listen") + 1] == f"{node.address}:9092"
+        assert argv[-2:] == ["--bug", "early-ack"]
+
+
+def test_single_and_independent_nodes_run_without_voters() -> None:
+    one = _nodes(1)
+    assert "--voters" not in ReferenceBroker(["jepka", "broker"]).command(one[0], one)
+    three = _nodes(3)
+    independent = make_db(ClusterSpec(nodes=3, replicated=False))
+    assert "--voters" not in independent.command(three[0], three)
+    assert "--voters" not in make_db(ClusterSpec(backend="docker")).command(three[0], three)
+    assert "--voters" in make_db(ClusterSpec(nodes=3)).command(three[0], three)
+
+
+def test_each_node_seeds_its_own_producer_id_range(tmp_path: Path) -> None:
+    db = ReferenceBroker(["jepka", "broker"])
+    firsts = []
+    for i in (1, 2, 3):
+        node = Node(f"n{i}", "127.0.0.1", LocalShell("unused"), str(tmp_path / f"n{i}"), i)
+        (tmp_path / f"n{i}" / "data").mkdir(parents=True)
+        db.seed_producer_ids(node)
+        block = tmp_path / f"n{i}" / "data" / "producer-id-block"
+        firsts.append(int(block.read_text()))
+        block.write_text("17\n")  # ids handed out since: never reseeded
+        db.seed_producer_ids(node)
+        assert block.read_text() == "17\n"
+    assert firsts == [i << PRODUCER_ID_SHIFT for i in (1, 2, 3)]
 
 
 @pytest.mark.slow
