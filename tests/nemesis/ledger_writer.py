@@ -2,7 +2,9 @@
 `lose-unfsynced` with a known unsynced tail: it appends 100-byte chunks to a
 few files, fsyncs (and records `<path> <size>` in `fsync.ledger`) only every
 other chunk, never syncs `never.log`, and listens on a port so the harness
-sees it as ready. Usage: ledger_writer.py DATA_DIR HOST PORT"""
+sees it as ready. It never calls `time.sleep`: under libfaketime (every node
+daemon runs under it) clock_nanosleep intermittently fails with EINVAL; the
+fsyncs pace the writes. Usage: ledger_writer.py DATA_DIR HOST PORT"""
 
 from __future__ import annotations
 
@@ -10,19 +12,6 @@ import os
 import socket
 import sys
 import threading
-import time
-
-
-def listen(host: str, port: int, timeout: float = 20.0) -> socket.socket:
-    """Binds, retrying while the namespace's address is still coming up."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return socket.create_server((host, port))
-        except OSError as e:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"ledger_writer: cannot listen on {host}:{port}: {e}") from e
-            time.sleep(0.1)
 
 
 def main() -> None:
@@ -33,7 +22,7 @@ def main() -> None:
         name: os.open(os.path.join(data, name), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         for name in ("seg/a.log", "b.log", "never.log")
     }
-    server = listen(host, port)
+    server = socket.create_server((host, port))
     threading.Thread(
         target=lambda: [server.accept()[0].close() for _ in iter(int, 1)], daemon=True
     ).start()
@@ -43,7 +32,6 @@ def main() -> None:
             if name != "never.log" and i % 2 == 0:
                 os.fsync(fd)
                 os.write(ledger, f"{name} {os.fstat(fd).st_size}\n".encode())
-        time.sleep(0.002)
     threading.Event().wait()
 
 
