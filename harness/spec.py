@@ -234,6 +234,16 @@ def resolve(
         raise SpecError(
             f"min-isr {spec.min_isr} exceeds replication-factor {spec.replication_factor}"
         )
+    if (
+        spec.replication_factor > 1
+        and spec.cluster == "docker"
+        and spec.db == "reference"
+        and not spec.bootstrap
+    ):
+        raise SpecError(
+            "replication-factor above 1 needs a replicated cluster; the docker compose "
+            "nodes run independent reference brokers (use --cluster local)"
+        )
     if spec.replication_factor > spec.nodes and not spec.bootstrap:
         raise SpecError(
             f"replication-factor {spec.replication_factor} needs at least that many "

@@ -17,6 +17,7 @@ from harness.cli import main
 from harness.cluster import ClusterSpec, make_db
 from harness.control import Result
 from harness.db.reference import PRODUCER_ID_SHIFT, ReferenceBroker
+from harness.spec import SpecError, resolve
 from tests.nemesis.probes import leftovers, netns_available
 
 
@@ -118,3 +119,9 @@ def test_queue_under_partitions_on_a_replicated_cluster_is_valid(
     logs = "".join((run / "nodes" / n / "broker.log").read_text() for n in ("n1", "n2", "n3"))
     assert "registered with broker epoch" in logs
     assert not leftovers(cluster_tag(f"jt{os.getpid()}"))
+
+
+def test_replicas_on_the_independent_docker_nodes_are_refused() -> None:
+    with pytest.raises(SpecError, match="docker compose nodes run independent"):
+        resolve(None, {"cluster": "docker", "nodes": 3, "replication_factor": 3})
+    assert resolve(None, {"nodes": 3, "replication_factor": 3, "min_isr": 2}).min_isr == 2
