@@ -4,14 +4,21 @@
 # restart the broker inside a live container), then idle. The container runs
 # with an init (compose `init: true`) that reaps children.
 #   /data/broker.pid  /data/broker.stdout  /data/faketime  /data/data/ (broker data)
+# With JEPKA_REPLICATED=1 the nodes form one combined-mode cluster of
+# JEPKA_VOTERS; each node's producer ids then start in its own range (see
+# harness/db/reference.py).
 set -eu
 mkdir -p /data/data
+[ "${JEPKA_REPLICATED:-0}" = 1 ] || JEPKA_VOTERS=
+if [ -n "${JEPKA_VOTERS:-}" ] && [ ! -e /data/data/producer-id-block ]; then
+    echo $(( JEPKA_NODE_ID << 40 )) > /data/data/producer-id-block
+fi
 cd /data
 [ -f faketime ] || echo "+0" > faketime
 preload=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n1 || true)
 env LD_PRELOAD="$preload" FAKETIME_TIMESTAMP_FILE=/data/faketime FAKETIME_NO_CACHE=1 \
     FAKETIME_DONT_FAKE_MONOTONIC=1 \
     setsid python3 -m broker --node-id "${JEPKA_NODE_ID:?}" --listen "${JEPKA_LISTEN:-0.0.0.0:9092}" \
-    --data-dir /data/data ${JEPKA_BROKER_ARGS:-} >>/data/broker.stdout 2>&1 </dev/null &
+    --data-dir /data/data ${JEPKA_VOTERS:+--voters "$JEPKA_VOTERS"} ${JEPKA_BROKER_ARGS:-} >>/data/broker.stdout 2>&1 </dev/null &
 echo $! > /data/broker.pid
 exec sleep infinity

@@ -72,8 +72,9 @@ class ClusterSpec:
     node_root: str | None = None
     compose_file: str | None = None
     #: reference brokers form one combined-mode cluster (False: independent
-    #: single-node brokers; the docker compose nodes are always independent)
-    replicated: bool = True
+    #: single-node brokers); None: replicated except on docker, whose fault
+    #: schedules restart a node while another is cut off (no quorum to join)
+    replicated: bool | None = None
 
     def validate(self) -> ClusterSpec:
         if not self.name or not all(c.isalnum() or c in "-_" for c in self.name):
@@ -91,6 +92,10 @@ class ClusterSpec:
         if not 1 <= self.nodes <= 200:
             raise ClusterError(f"nodes must be 1..200, got {self.nodes}")
         return self
+
+    @property
+    def is_replicated(self) -> bool:
+        return self.backend != "docker" if self.replicated is None else self.replicated
 
     @property
     def count(self) -> int:
@@ -170,14 +175,14 @@ def make_db(spec: ClusterSpec) -> DaemonDB:
             port=spec.port,
             bugs=spec.bugs,
             config_path="/etc/jepka/broker.properties",
-            replicated=False,
+            replicated=spec.is_replicated,
         )
     return ReferenceBroker(
         spec.broker_command or default_broker_command(),
         port=spec.port,
         bugs=spec.bugs,
         overrides=spec.broker_overrides,
-        replicated=spec.replicated,
+        replicated=spec.is_replicated,
     )
 
 
@@ -307,7 +312,8 @@ class Cluster:
 
     def _compose_env(self) -> dict[str, str]:
         args = " ".join(f"--bug {b}" for b in self.spec.bugs)
-        return docker_backend.compose_env(self.state["subnet_prefix"], args)
+        env = docker_backend.compose_env(self.state["subnet_prefix"], args)
+        return {**env, "JEPKA_REPLICATED": "1" if self.spec.is_replicated else "0"}
 
     @classmethod
     def attach(cls, name: str, store: str | os.PathLike[str] = "store") -> Cluster:

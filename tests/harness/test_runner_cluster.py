@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from harness.backends.base import Node
 from harness.backends.local import NetnsRemote, cluster_tag
 from harness.cli import main
-from harness.cluster import ClusterSpec, make_db
+from harness.cluster import Cluster, ClusterSpec, make_db
 from harness.control import Result
 from harness.db.reference import PRODUCER_ID_SHIFT, ReferenceBroker
 from harness.spec import SpecError, resolve
@@ -125,3 +127,34 @@ def test_replicas_on_the_independent_docker_nodes_are_refused() -> None:
     with pytest.raises(SpecError, match="docker compose nodes run independent"):
         resolve(None, {"cluster": "docker", "nodes": 3, "replication_factor": 3})
     assert resolve(None, {"nodes": 3, "replication_factor": 3, "min_isr": 2}).min_isr == 2
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.docker
+def test_compose_nodes_form_one_cluster(tmp_path: Path) -> None:
+    """A topic at RF 3 on the replicated compose cluster has a replica on
+    each container, every one of them in the ISR."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.harness.backends.test_docker import docker_unavailable, project_objects
+
+    reason = docker_unavailable()
+    if reason:
+        pytest.skip(reason)
+    spec = ClusterSpec(name=f"r{uuid.uuid4().hex[:8]}", backend="docker", replicated=True)
+    cluster = Cluster.up(spec, tmp_path)
+    project = cluster.state["project"]
+    try:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("rf3", 2, 3)])["rf3"].result(timeout=30)
+        deadline = time.monotonic() + 30  # every node applies the creation in its own time
+        while "rf3" not in (md := admin.list_topics(timeout=30)).topics:
+            assert time.monotonic() < deadline, "rf3 never showed in the metadata"
+            time.sleep(0.2)
+        assert sorted(md.brokers) == [1, 2, 3]
+        for p in md.topics["rf3"].partitions.values():
+            assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3]
+    finally:
+        cluster.down()
+    assert project_objects(project) == []
