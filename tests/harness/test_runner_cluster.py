@@ -58,6 +58,8 @@ def test_single_and_independent_nodes_run_without_voters() -> None:
     assert "--voters" not in independent.command(three[0], three)
     assert "--voters" not in make_db(ClusterSpec(backend="docker")).command(three[0], three)
     assert "--voters" in make_db(ClusterSpec(nodes=3)).command(three[0], three)
+    docker = make_db(ClusterSpec(backend="docker", replicated=True))
+    assert "--voters" in docker.command(three[0], three)
 
 
 def test_each_node_seeds_its_own_producer_id_range(tmp_path: Path) -> None:
