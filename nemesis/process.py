@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness.backends.base import Node
 from harness.control import on_nodes
 from nemesis.base import NemesisContext, NemesisError, OpDict, complete
 from nemesis.targets import resolve
@@ -20,46 +21,61 @@ def restart_all(ctx: NemesisContext) -> list[str]:
     return [n.name for n in down]
 
 
-class Kill:
+class _TargetedProcessFault:
+    """A fault applied to the targeted brokers by `start_f` and healed on every
+    broker by `stop_f` (and at teardown): kill/start and pause/resume differ
+    only in their verbs and in what they do to a node."""
+
+    start_f: str
+    stop_f: str
+    done: tuple[str, str]  # the completion keys: (applied, healed)
+
+    def __init__(self) -> None:
+        self.fs = frozenset({self.start_f, self.stop_f})
+
+    def apply(self, ctx: NemesisContext, nodes: list[Node]) -> None:
+        raise NotImplementedError
+
+    def heal(self, ctx: NemesisContext) -> list[str]:
+        raise NotImplementedError
+
+    def setup(self, ctx: NemesisContext) -> None:
+        pass
+
+    def invoke(self, ctx: NemesisContext, op: OpDict) -> OpDict:
+        if op["f"] == self.start_f:
+            names = resolve(op.get("value"), ctx.names, ctx.rng, ctx.roles)
+            ctx.record(self.start_f, names)
+            self.apply(ctx, [ctx.node(n) for n in names])
+            return complete(op, {self.done[0]: names})
+        if op["f"] == self.stop_f:
+            return complete(op, {self.done[1]: self.heal(ctx)})
+        raise NemesisError(f"{self.start_f} nemesis cannot do f={op['f']!r}")
+
+    def teardown(self, ctx: NemesisContext) -> None:
+        self.heal(ctx)
+
+
+class Kill(_TargetedProcessFault):
     """`kill` SIGKILLs the target brokers; `start` restarts every dead one."""
 
-    fs = frozenset({"kill", "start"})
+    start_f, stop_f, done = "kill", "start", ("killed", "started")
 
-    def setup(self, ctx: NemesisContext) -> None:
-        pass
+    def apply(self, ctx: NemesisContext, nodes: list[Node]) -> None:
+        on_nodes(nodes, ctx.db.kill)
 
-    def invoke(self, ctx: NemesisContext, op: OpDict) -> OpDict:
-        if op["f"] == "kill":
-            names = resolve(op.get("value"), ctx.names, ctx.rng, ctx.roles)
-            ctx.record("kill", names)
-            on_nodes([ctx.node(n) for n in names], ctx.db.kill)
-            return complete(op, {"killed": names})
-        if op["f"] == "start":
-            return complete(op, {"started": restart_all(ctx)})
-        raise NemesisError(f"kill nemesis cannot do f={op['f']!r}")
-
-    def teardown(self, ctx: NemesisContext) -> None:
-        restart_all(ctx)
+    def heal(self, ctx: NemesisContext) -> list[str]:
+        return restart_all(ctx)
 
 
-class Pause:
+class Pause(_TargetedProcessFault):
     """`pause` SIGSTOPs the target brokers; `resume` SIGCONTs every broker."""
 
-    fs = frozenset({"pause", "resume"})
+    start_f, stop_f, done = "pause", "resume", ("paused", "resumed")
 
-    def setup(self, ctx: NemesisContext) -> None:
-        pass
+    def apply(self, ctx: NemesisContext, nodes: list[Node]) -> None:
+        on_nodes(nodes, ctx.db.pause)
 
-    def invoke(self, ctx: NemesisContext, op: OpDict) -> OpDict:
-        if op["f"] == "pause":
-            names = resolve(op.get("value"), ctx.names, ctx.rng, ctx.roles)
-            ctx.record("pause", names)
-            on_nodes([ctx.node(n) for n in names], ctx.db.pause)
-            return complete(op, {"paused": names})
-        if op["f"] == "resume":
-            on_nodes(ctx.nodes, ctx.db.resume)
-            return complete(op, {"resumed": ctx.names})
-        raise NemesisError(f"pause nemesis cannot do f={op['f']!r}")
-
-    def teardown(self, ctx: NemesisContext) -> None:
+    def heal(self, ctx: NemesisContext) -> list[str]:
         on_nodes(ctx.nodes, ctx.db.resume)
+        return list(ctx.names)
