@@ -17,6 +17,16 @@ def create_topic(bootstrap: str, name: str, partitions: int, rf: int, **configs:
     topic = NewTopic(name, partitions, rf, config=dict(configs))
     client = admin(bootstrap)  # kept alive until the result is in
     client.create_topics([topic], operation_timeout=30)[name].result(60)
+    # CreateTopics answers once the controller committed it; the broker we ask
+    # applies that metadata a moment later, as in Kafka.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        meta = client.list_topics(name, timeout=10).topics.get(name)
+        ready = meta is not None and not meta.error and len(meta.partitions) == partitions
+        if ready and all(p.leader >= 0 for p in meta.partitions.values()):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"topic {name} has no leaders in the metadata after 30 s")
 
 
 def produce(bootstrap: str, topic: str, values: dict[int, list[str]], **conf: Any) -> list[Any]:
