@@ -153,7 +153,10 @@ class CoordinatorRuntime(Generic[S]):
         return partition_for(key, self.num_partitions)
 
     async def load(self, partition: int, epoch: int = 0) -> None:
-        """Becomes coordinator of ``partition``: replays it, then serves it."""
+        """Becomes coordinator of ``partition``: replays it, then serves it. A shard
+        loaded under an earlier epoch is dropped first, so its timers and marker
+        writers never act beside the new one."""
+        self.unload(partition)
         shard = self._new_shard(partition)
         slot: ShardSlot[S] = ShardSlot(shard, ShardStatus.LOADING, epoch)
         self._slots[partition] = slot

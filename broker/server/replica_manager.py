@@ -10,7 +10,7 @@ transaction coordinators):
 - ``await append_marker(topic, partition, producer_id, producer_epoch, commit,
   coordinator_epoch)`` writes a COMMIT/ABORT control batch and returns its offset.
 - ``read_batches(topic, partition, offset)`` yields ``(BatchHeader, bytes)`` of the
-  committed log (below the high watermark), to load an internal topic.
+  log up to its end, to load an internal topic.
 - ``ensure_internal_topic(name, partitions, configs)`` creates
   ``__consumer_offsets``/``__transaction_state`` if missing, returns ``TopicInfo``.
 - ``high_watermark(topic, partition)`` / ``partition(topic, partition)`` for state.
@@ -175,11 +175,15 @@ class ReplicaManager:
         commit: bool,
         coordinator_epoch: int,
     ) -> int:
+        """Only on the leader, and answered once the ISR has the marker (Kafka appends
+        markers with acks=all), so a leader change cannot lose a decided outcome."""
         partition = self.partition(topic, index)
+        partition.check_leader(self.config.node_id)
         offset = partition.log.append_marker(
             producer_id, producer_epoch, commit, coordinator_epoch, partition.leader_epoch
         )
         partition.maybe_advance_hw()
+        await partition.wait_replicated(offset + 1)
         return offset
 
     # -- reads -----------------------------------------------------------------
@@ -261,8 +265,10 @@ class ReplicaManager:
     def read_batches(
         self, topic: str, index: int, offset: int
     ) -> Iterator[tuple[BatchHeader, bytes]]:
+        """A coordinator loading after a leader change reads to the log end, as Kafka's
+        do: a new leader's HW may still lag records its predecessor committed."""
         partition = self.partition(topic, index)
-        return partition.log.read_batches(offset, partition.high_watermark)
+        return partition.log.read_batches(offset, partition.log.next_offset)
 
     # -- housekeeping ----------------------------------------------------------
     def flush_stale(self) -> None:
