@@ -28,6 +28,10 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def stderr_path(self) -> Path:
+        return self.data_dir.with_name(f"{self.data_dir.name}.stderr")
+
     def start(self, timeout: float = 30) -> BrokerProcess:
         """Starts the broker (on its previous port after a restart) and waits for 'ready'."""
         args = [sys.executable, "-m", "broker", "--node-id", str(self.node_id)]
@@ -36,9 +40,10 @@ class BrokerProcess:
             args += ["--set", item]
         for bug in self.bugs:
             args += ["--bug", bug]
-        self.proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        # stderr goes to a file: a pipe nobody drains would stall a chatty broker.
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        with self.stderr_path.open("a") as stderr:
+            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True)
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None
         # epoll, not select(): a test process may hold more than 1024 descriptors
@@ -58,7 +63,7 @@ class BrokerProcess:
                     self.port = int(line.rsplit(":", 1)[1])
                     return True
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read() if self.proc.stderr else ""
+                err = self.stderr_path.read_text()[-4000:]
                 raise RuntimeError(f"broker exited with {self.proc.returncode}: {err}")
         return False
 

@@ -86,6 +86,7 @@ class QuorumController:
         self.image = self.loader.image
         self._active_epoch: int | None = None
         self._waiting: list[_Waiting] = []
+        self._last_poll_ms = clock.now_ms()
 
     def attach(self, raft: RaftClient) -> None:
         self.raft = raft
@@ -157,8 +158,18 @@ class QuorumController:
         )
 
     def poll(self) -> None:
-        """Timers of the active controller: fence brokers whose session expired."""
-        if self.active:
+        """Timers of the active controller: fence brokers whose session expired.
+
+        A controller that was itself stalled (paused, starved) for half a session has
+        not heard heartbeats that brokers did send: like a newly active controller, it
+        gives every broker a fresh session instead of fencing them all at once."""
+        now_ms = self.clock.now_ms()
+        stalled = now_ms - self._last_poll_ms > self.config.session_timeout_ms // 2
+        self._last_poll_ms = now_ms
+        if self.active and stalled:
+            log.info("node %d: controller stalled, renewing broker sessions", self.node_id)
+            self.cluster.reset_sessions(self.image, now_ms)
+        elif self.active:
             for broker_id in self.cluster.expired(self.image, self.clock.now_ms()):
                 log.info("node %d: broker %d session expired, fencing", self.node_id, broker_id)
                 self._run(functools.partial(self._fence, broker_id=broker_id))

@@ -40,6 +40,10 @@ class ClusterNodeProcess:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def stderr_path(self) -> Path:
+        return self.data_dir.with_name(f"{self.data_dir.name}.stderr")
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -99,9 +103,10 @@ class LocalCluster:
             args += ["--set", item]
         for bug in self.bugs:
             args += ["--bug", bug]
-        node.proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        # stderr goes to a file: a pipe nobody drains would stall a chatty node.
+        node.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        with node.stderr_path.open("a") as stderr:
+            node.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True)
 
     def restart(self, node_id: int, timeout: float = 60) -> None:
         self.launch(node_id)
@@ -125,8 +130,7 @@ class LocalCluster:
                     if line.startswith(READY):
                         selector.unregister(key.fileobj)
                     elif not line:
-                        proc = key.data.proc
-                        err = proc.stderr.read() if proc.stderr else ""
+                        err = key.data.stderr_path.read_text()[-4000:]
                         raise RuntimeError(f"node {key.data.node_id} exited: {err.strip()}")
 
     def kill(self, node_id: int) -> None:

@@ -14,19 +14,32 @@ def admin(bootstrap: str) -> AdminClient:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, rf: int, **configs: str) -> None:
+    """Creates the topic and waits until every broker in ``bootstrap`` names a leader
+    for each partition: CreateTopics answers once the controller committed it, and
+    each broker applies that metadata a moment later, as in Kafka."""
     topic = NewTopic(name, partitions, rf, config=dict(configs))
     client = admin(bootstrap)  # kept alive until the result is in
     client.create_topics([topic], operation_timeout=30)[name].result(60)
-    # CreateTopics answers once the controller committed it; the broker we ask
-    # applies that metadata a moment later, as in Kafka.
-    deadline = time.monotonic() + 30
+    for address in bootstrap.split(","):
+        leaders(address, name, partitions)
+
+
+def leaders(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30) -> list[int]:
+    """The leader of each partition of ``topic`` once the metadata names one for all."""
+    client = admin(bootstrap)
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        meta = client.list_topics(name, timeout=10).topics.get(name)
+        meta = client.list_topics(topic, timeout=10).topics.get(topic)
         ready = meta is not None and not meta.error and len(meta.partitions) == partitions
         if ready and all(p.leader >= 0 for p in meta.partitions.values()):
-            return
+            return [meta.partitions[p].leader for p in range(partitions)]
         time.sleep(0.1)
-    raise AssertionError(f"topic {name} has no leaders in the metadata after 30 s")
+    raise AssertionError(f"topic {topic} has no leaders in {bootstrap}'s metadata after {timeout} s")
+
+
+def leader_of(bootstrap: str, topic: str) -> int:
+    """The leader of ``topic``-0."""
+    return leaders(bootstrap, topic)[0]
 
 
 def produce(bootstrap: str, topic: str, values: dict[int, list[str]], **conf: Any) -> list[Any]:

@@ -11,14 +11,16 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 
 from broker.replication.local_cluster import LocalCluster
-from tests.broker.cluster.clients import admin, create_topic, produce, read_partition
+from tests.broker.cluster.clients import (
+    admin,
+    create_topic,
+    leader_of,
+    produce,
+    read_partition,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 FAST_FENCING = ("broker.session.timeout.ms=2000",)
-
-
-def leader_of(bootstrap: str, topic: str, partition: int = 0) -> int:
-    return admin(bootstrap).list_topics(timeout=10).topics[topic].partitions[partition].leader
 
 
 def test_leader_sigkill_under_acks_all_load_loses_no_acknowledged_record(
