@@ -34,7 +34,7 @@ def leaders(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30
         if ready and all(p.leader >= 0 for p in meta.partitions.values()):
             return [meta.partitions[p].leader for p in range(partitions)]
         time.sleep(0.1)
-    raise AssertionError(f"topic {topic} has no leaders in {bootstrap}'s metadata after {timeout} s")
+    raise AssertionError(f"no leaders for {topic} in {bootstrap}'s metadata after {timeout} s")
 
 
 def leader_of(bootstrap: str, topic: str) -> int:
