@@ -88,6 +88,10 @@ class Broker:
             ("log.flush.scheduler.interval.ms", self.replica_manager.flush_stale),
             ("log.retention.check.interval.ms", self.replica_manager.apply_retention),
             ("log.cleaner.backoff.ms", self.replica_manager.compact_logs),
+            (
+                "replica.high.watermark.checkpoint.interval.ms",
+                self.replica_manager.checkpoint_high_watermarks,
+            ),
         ]
         self._tasks = [
             asyncio.create_task(self._every(self.config[key], action)) for key, action in periodic

@@ -17,6 +17,7 @@ def lookup(partition: Partition, timestamp: int, read_committed: bool) -> tuple[
     """``(offset, timestamp)`` answering one ListOffsets query."""
     plog = partition.log
     if timestamp == LATEST:
+        partition.check_latest_available()
         return (partition.last_stable_offset if read_committed else partition.high_watermark), -1
     if timestamp == EARLIEST:
         return plog.log_start_offset, -1
@@ -48,6 +49,7 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> dict[str, An
             try:
                 partition = ctx.broker.replica_manager.partition(topic.name, p.partition_index)
                 partition.check_leader_epoch(getattr(p, "current_leader_epoch", -1))
+                partition.check_leader(ctx.broker.node_id)
                 entry["offset"], entry["timestamp"] = lookup(partition, p.timestamp, read_committed)
                 entry["leader_epoch"] = partition.leader_epoch
             except KafkaError as e:

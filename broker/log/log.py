@@ -27,7 +27,9 @@ from broker.log.batch import (
     iter_batches,
     stamp,
 )
+from broker.log.checkpoint_file import CheckpointError
 from broker.log.cleaner import Cleaner, CleanStats
+from broker.log.leader_epoch_cache import LeaderEpochCache
 from broker.log.ledger import FsyncLedger, fsync_dir
 from broker.log.producer_state import CompletedTxn, ProducerStateManager
 from broker.log.segment import LogSegment
@@ -50,6 +52,7 @@ class Log:
         self.ledger = ledger
         self.segments: list[LogSegment] = []
         self.producer_state = ProducerStateManager(directory, ledger)
+        self.epochs = LeaderEpochCache(directory, ledger)
         self.recovery_point = 0  # everything below is fsynced
         self._unflushed_messages = 0
         self._last_flush = time.monotonic()
@@ -92,6 +95,28 @@ class Log:
             self.segments.append(self._new_segment(0))
         self.recovery_point = self.next_offset
         self._rebuild_producer_state()
+        self._load_epochs(clean)
+
+    def _load_epochs(self, clean: bool) -> None:
+        """The checkpoint, cut to the recovered log; after a crash (or without a
+        checkpoint) the epochs of the batches past its last entry are added, since a
+        batch may have reached the disk without the checkpoint naming its epoch."""
+        try:
+            loaded = self.epochs.load()
+        except CheckpointError as e:
+            log.warning("%s; rebuilding it from the log", e)
+            loaded = False
+        if loaded:
+            self.epochs.truncate_from_end(self.next_offset)
+            self.epochs.truncate_from_start(self.log_start_offset)
+            if clean:
+                return
+        else:
+            self.epochs.entries = []
+        entries = self.epochs.entries
+        start = entries[-1].start_offset if entries else self.log_start_offset
+        for _, _, header in self._headers_from(start):
+            self.epochs.assign(header.leader_epoch, header.base_offset)
 
     def _new_segment(self, base: int) -> LogSegment:
         segment = LogSegment(self.directory, base, self.config["index.interval.bytes"], self.ledger)
@@ -162,6 +187,7 @@ class Log:
             if duplicate is not None:
                 return AppendResult(duplicate.first_offset, duplicate.last_offset, duplicate=True)
         offset = self.next_offset
+        self.epochs.assign(leader_epoch, offset)
         stamped: list[tuple[int, BatchHeader]] = []
         for pos, header in batches:
             stamp(data, pos, offset, leader_epoch)
@@ -184,6 +210,8 @@ class Log:
             raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
         if not batches or batches[0][1].base_offset != self.next_offset:
             raise KafkaError(ErrorCode.unknown_server_error, "replicated batches out of order")
+        for _, header in batches:
+            self.epochs.assign(header.leader_epoch, header.base_offset)
         segment = self._segment_for(len(data))
         segment.append(data, batches)
         for pos, header in batches:
@@ -209,6 +237,7 @@ class Log:
         )
         ((pos, header),) = iter_batches(data)
         offset = self.next_offset
+        self.epochs.assign(leader_epoch, offset)
         stamp(data, pos, offset, leader_epoch)
         header = replace(header, base_offset=offset, leader_epoch=leader_epoch)
         segment = self._segment_for(len(data))
@@ -365,6 +394,7 @@ class Log:
             deleted += 1
         if deleted:
             fsync_dir(self.directory)
+            self.epochs.truncate_from_start(self.log_start_offset)
         return deleted
 
     def compact(self, now_ms: int, upper: int) -> CleanStats:
@@ -404,5 +434,6 @@ class Log:
             self.segments[-1].truncate_to(offset)
         self.recovery_point = min(self.recovery_point, offset)
         self._cleaned_to = min(self._cleaned_to, offset)
+        self.epochs.truncate_from_end(offset)
         self.producer_state.truncate_and_reload(offset)
         self._rebuild_producer_state()

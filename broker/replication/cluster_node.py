@@ -21,6 +21,7 @@ from broker.config import ConfigError
 from broker.controller import requests as c
 from broker.controller.quorum_controller import QuorumController
 from broker.coordinator.service import INTERNAL_TOPIC_CONFIGS
+from broker.coordinator.txn.producer_id_blocks import handle_allocate_producer_ids
 from broker.raft.client import RaftClient, RaftConfig
 from broker.raft.driver import MonotonicClock, RaftDriver
 from broker.raft.file_log import FileLog
@@ -28,8 +29,8 @@ from broker.raft.file_quorum_store import FileQuorumStateStore
 from broker.replication import controller_apis as apis
 from broker.replication.controller_listener import ControllerListener, Handler
 from broker.replication.fetcher import ReplicaFetchers
+from broker.replication.isr import ControllerUnavailable, IsrManager
 from broker.replication.metadata_publisher import BrokerMetadataPublisher
-from broker.replication.partition import ReplicatedPartition
 from broker.replication.peer_client import PeerConnection, PeerError
 from broker.replication.raft_transport import RaftTransport
 from broker.replication.voters import parse_voters
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 METADATA_DIR = "__cluster_metadata-0"
 RETRY_S = 0.1
-
-
-class ControllerUnavailable(Exception):
-    """No active controller answered before the deadline."""
 
 
 class ClusterNode:
@@ -80,7 +77,15 @@ class ClusterNode:
             self.node_id, broker.replica_manager.partitions, self.broker_address
         )
         self.publisher.on_replicas_changed = self.fetchers.update
-        self.publisher.on_caught_up = self.propose_isr_expansion
+        self.isr = IsrManager(
+            self.node_id,
+            broker.replica_manager.partitions,
+            lambda: self.controller.loader.image,
+            lambda: self.broker_epoch,
+            self.call_controller,
+            config["replica.lag.time.max.ms"],
+        )
+        self.publisher.on_caught_up = self.isr.expand
         self.transport = RaftTransport(self.node_id, self.voters, raft_config.request_timeout_ms)
         self.raft = RaftClient(
             self.node_id,
@@ -102,9 +107,8 @@ class ClusterNode:
             for v in self.voters.values()
         }
         self.broker_epoch = -1
-        self._isr_changes: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._incarnation = uuid.uuid4()
-        self._lifecycle: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         self._unfenced = asyncio.Event()
 
     def _handlers(self) -> dict[int, Handler]:
@@ -121,6 +125,7 @@ class ClusterNode:
             19: lambda r: apis.handle_create_topics(ctl, r),
             56: lambda r: apis.handle_alter_partition(ctl, r),
             20: lambda r: apis.handle_delete_topics(ctl, r),
+            67: lambda r: handle_allocate_producer_ids(ctl, r),
         }
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -133,7 +138,11 @@ class ClusterNode:
         except OSError as e:
             raise ConfigError(f"--voters: cannot listen on {own.host}:{own.port}: {e}") from None
         self.driver.start()
-        self._lifecycle = asyncio.get_running_loop().create_task(self._register_and_heartbeat())
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._register_and_heartbeat()),
+            loop.create_task(self.isr.run()),
+        ]
         await self._unfenced.wait()
         await self._ensure_internal_topics()
 
@@ -142,9 +151,9 @@ class ClusterNode:
         self.publisher.coordinators_started()
 
     async def stop(self) -> None:
-        if self._lifecycle is not None:
-            self._lifecycle.cancel()
-            await asyncio.gather(self._lifecycle, return_exceptions=True)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.fetchers.stop()
         await self.listener.stop()
         await self.driver.stop()
@@ -212,41 +221,6 @@ class ClusterNode:
                         return answer
             await asyncio.sleep(RETRY_S)
         raise ControllerUnavailable(f"no active controller answered within {timeout:g} s")
-
-    # -- ISR ---------------------------------------------------------------------------------
-    def propose_isr_expansion(self, partition: ReplicatedPartition, replica: int) -> None:
-        """A caught-up follower goes back into the ISR: AlterPartition to the controller,
-        one request per partition at a time; the new ISR arrives with the metadata."""
-        tp = (partition.topic, partition.index)
-        if tp in self._isr_changes:
-            return
-        task = asyncio.get_running_loop().create_task(self._expand_isr(partition, replica))
-        self._isr_changes[tp] = task
-        task.add_done_callback(lambda _t: self._isr_changes.pop(tp, None))
-
-    async def _expand_isr(self, partition: ReplicatedPartition, replica: int) -> None:
-        image = self.controller.loader.image
-        topic = image.topic(partition.topic)
-        reg = None if topic is None else topic.partitions.get(partition.index)
-        if topic is None or reg is None or reg.leader != self.node_id or replica in reg.isr:
-            return
-        request = apis.alter_partition_request(
-            self.node_id, self.broker_epoch, topic.topic_id, partition.index,
-            reg.leader_epoch, reg.partition_epoch, (*reg.isr, replica),
-        )  # fmt: skip
-        try:
-            answer = await self.call_controller(request, timeout=5)
-        except ControllerUnavailable as e:
-            log.info("ISR expansion of %s-%d: %s", partition.topic, partition.index, e)
-            return
-        code = answer.topics[0].partitions[0].error_code
-        log.info(
-            "ISR expansion of %s-%d with %d: %s",
-            partition.topic,
-            partition.index,
-            replica,
-            code.name,
-        )
 
     # -- topics --------------------------------------------------------------------------
     async def create_topics(self, topics: list[c.CreatableTopic], timeout: float = 30) -> Any:

@@ -34,9 +34,8 @@ BACKOFF_S = 0.1
 
 
 def latest_epoch(partition: ReplicatedPartition) -> int:
-    """The leader epoch of the last batch in the local log (-1 if empty)."""
-    epoch, _ = end_offset_for_epoch(partition.log, 2**31 - 1)
-    return epoch
+    """The latest leader epoch in the local epoch cache (-1 if none)."""
+    return partition.log.epochs.latest_epoch
 
 
 class ReplicaFetchers:
@@ -138,6 +137,11 @@ class ReplicaFetchers:
                     cut = partition.log.next_offset  # nothing of ours to reconcile
                 elif answer.leader_epoch < 0:
                     cut = partition.high_watermark  # the leader knows no epoch of ours
+                elif answer.leader_epoch != asked[tp]:
+                    # KIP-279: the leader lacks our epoch; its answer is for an older
+                    # one, where our log may end earlier than the leader's
+                    _, ours = end_offset_for_epoch(partition.log, answer.leader_epoch)
+                    cut = min(answer.end_offset, ours, partition.log.next_offset)
                 else:
                     cut = min(answer.end_offset, partition.log.next_offset)
                 if cut < partition.log.next_offset:

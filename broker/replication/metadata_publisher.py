@@ -76,7 +76,8 @@ class BrokerMetadataPublisher:
                 directory = self.broker.config.data_dir / f"{tp[0]}-{tp[1]}"
                 settings = topic_config(self.broker.config, topic.configs)
                 plog = Log.open(directory, settings, manager.ledger, self.clean_start)
-                partition = ReplicatedPartition(tp[0], tp[1], plog, assignment, node)
+                hw = manager.recovered_hws.get(tp, 0)
+                partition = ReplicatedPartition(tp[0], tp[1], plog, assignment, node, hw)
                 partition.on_caught_up = self.on_caught_up
                 manager.partitions[tp] = partition
             elif partition.assignment != assignment:

@@ -4,14 +4,22 @@ leader it tracks each follower's log end offset (LEO), advances the high waterma
 produces waiting for it; as follower its HW is min(leader's HW, own LEO).
 
 The ISR itself is the controller's (it comes with each metadata image): the
-controller removes a broker whose session expired from every ISR, so a dead follower
-stops holding the HW back after ``broker.session.timeout.ms``; a follower that has
-caught up (LEO at or past the HW and the start of the current leader epoch) is
-proposed back through ``on_caught_up`` (AlterPartition)."""
+controller removes a broker whose session expired from every ISR; the leader asks
+it (AlterPartition) to remove a live follower that has not been caught up to the
+leader's LEO for ``replica.lag.time.max.ms`` (``lagging``, Kafka's definition: the
+time since the follower last fetched from the LEO, or from the LEO as it was at its
+previous fetch), and to put back a follower that has caught up (LEO at or past the
+HW and the start of the current leader epoch) through ``on_caught_up``.
+
+A replica starts from its checkpointed HW (``replication-offset-checkpoint``), not
+its log end; a new leader whose HW is still below where its epoch began answers
+ListOffsets for the latest offset with the retriable OFFSET_NOT_AVAILABLE (KIP-207)
+until its followers bring the HW up."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 from broker import bugs
@@ -26,14 +34,20 @@ ACK_TIMEOUT_S = 30.0  # librdkafka's default request.timeout.ms
 
 class ReplicatedPartition(Partition):
     def __init__(
-        self, topic: str, index: int, log: Log, assignment: PartitionAssignment, node_id: int
+        self,
+        topic: str,
+        index: int,
+        log: Log,
+        assignment: PartitionAssignment,
+        node_id: int,
+        high_watermark: int = 0,
     ) -> None:
         super().__init__(topic, index, log, assignment)
         self.node_id = node_id
-        # Not checkpointed: a restarted replica takes its log end (as the single node
-        # does), so a coordinator reloading its partition sees its whole state; a
-        # follower's is cut back by its KIP-101 truncation.
+        self.high_watermark = min(high_watermark, log.next_offset)
         self.follower_leo: dict[int, int] = {}
+        self.caught_up_at: dict[int, float] = {}  # monotonic time each follower last was
+        self._last_fetch: dict[int, tuple[float, int]] = {}  # (time, leader LEO then)
         self.epoch_start_offset = log.next_offset
         self.on_caught_up: Callable[[ReplicatedPartition, int], None] | None = None
         self._acks: list[tuple[int, asyncio.Future[None]]] = []
@@ -70,9 +84,16 @@ class ReplicatedPartition(Partition):
         super().check_leader(node_id)
 
     def _reset_followers(self) -> None:
-        """A new leadership: followers' positions are unknown until they fetch again."""
-        self.follower_leo = {r: UNKNOWN for r in self.assignment.replicas if r != self.node_id}
+        """A new leadership: followers' positions are unknown until they fetch again,
+        and each counts as caught up now (the lag clock starts with the leadership)."""
+        followers = [r for r in self.assignment.replicas if r != self.node_id]
+        self.follower_leo = dict.fromkeys(followers, UNKNOWN)
+        now = time.monotonic()
+        self.caught_up_at = dict.fromkeys(followers, now)
+        self._last_fetch = {}
         self.epoch_start_offset = self.log.next_offset
+        if self.is_leader:
+            self.log.epochs.assign(self.leader_epoch, self.epoch_start_offset)
 
     def maybe_advance_hw(self) -> None:
         """HW = min LEO over the ISR (the leader's own LEO included), once known."""
@@ -94,15 +115,44 @@ class ReplicatedPartition(Partition):
             return min(unstable, end) if read_committed and unstable is not None else end
         return super().fetch_upper(read_committed)
 
-    def update_follower(self, replica: int, fetch_offset: int) -> None:
+    def update_follower(self, replica: int, fetch_offset: int, now: float | None = None) -> None:
         """A follower fetched from ``fetch_offset``: everything before it is on its log."""
         if replica not in self.follower_leo:
             return
-        leo = self.follower_leo[replica] = min(fetch_offset, self.log.next_offset)
+        now = time.monotonic() if now is None else now
+        leader_leo = self.log.next_offset
+        if fetch_offset >= leader_leo:
+            self.caught_up_at[replica] = now
+        elif replica in self._last_fetch and fetch_offset >= self._last_fetch[replica][1]:
+            self.caught_up_at[replica] = self._last_fetch[replica][0]
+        self._last_fetch[replica] = (now, leader_leo)
+        leo = self.follower_leo[replica] = min(fetch_offset, leader_leo)
         self.maybe_advance_hw()
         caught_up = leo >= self.high_watermark and leo >= self.epoch_start_offset
         if caught_up and replica not in self.assignment.isr and self.on_caught_up is not None:
             self.on_caught_up(self, replica)  # ISR expansion, through the controller
+
+    def lagging(self, lag_ms: int, now: float | None = None) -> list[int]:
+        """ISR followers not caught up to the LEO for more than ``lag_ms``: the leader
+        asks the controller to take them out of the ISR."""
+        if not self.is_leader:
+            return []
+        now = time.monotonic() if now is None else now
+        return [
+            r
+            for r in self.assignment.isr
+            if r != self.node_id and (now - self.caught_up_at.get(r, now)) * 1000 > lag_ms
+        ]
+
+    def check_latest_available(self) -> None:
+        """KIP-207: a new leader whose HW has not reached the start of its epoch may
+        be behind the previous leader's HW; the latest offset is not known yet."""
+        if self.is_leader and self.high_watermark < self.epoch_start_offset:
+            raise KafkaError(
+                ErrorCode.offset_not_available,
+                f"{self.topic}-{self.index}: HW {self.high_watermark} below the epoch's "
+                f"start {self.epoch_start_offset}",
+            )
 
     async def wait_replicated(self, end_offset: int) -> None:
         """acks=all: returns once the HW reaches ``end_offset``; raises
@@ -177,14 +227,6 @@ class ReplicatedPartition(Partition):
 
 
 def end_offset_for_epoch(log: Log, epoch: int) -> tuple[int, int]:
-    """KIP-101's answer: the largest leader epoch <= ``epoch`` in ``log`` and the offset
-    where it ends (the start of the next epoch, or the LEO); (-1, -1) if none."""
-    found, end = -1, -1
-    for header, _raw in log.read_batches(log.log_start_offset, log.next_offset):
-        if header.leader_epoch <= epoch:
-            found, end = header.leader_epoch, header.next_offset
-        elif found >= 0:
-            return found, header.base_offset
-        else:
-            return -1, -1
-    return found, end if found >= 0 else -1
+    """KIP-101's answer from the partition's leader-epoch cache: the largest leader
+    epoch <= ``epoch`` and the offset where it ends (see ``LeaderEpochCache``)."""
+    return log.epochs.end_offset_for(epoch, log.next_offset)

@@ -52,6 +52,9 @@ class Partition:
         """Where a consumer's fetch stops: the LSO for read_committed, else the HW."""
         return self.last_stable_offset if read_committed else self.high_watermark
 
+    def check_latest_available(self) -> None:
+        """ListOffsets(latest) can be answered (a replicated leader may not know yet)."""
+
     def check_leader(self, node_id: int) -> None:
         """Only the leader serves produce and consumer fetches."""
         if self.assignment.leader != node_id:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from broker.config import BrokerConfig, ConfigError, topic_config
 from broker.errors import ErrorCode, KafkaError
 from broker.log.batch import BatchHeader
+from broker.log.hw_checkpoint import HighWatermarkCheckpoint
 from broker.log.ledger import FsyncLedger
 from broker.log.log import AppendResult, Log
 from broker.log.txn_index import AbortedTxn
@@ -64,6 +65,8 @@ class ReplicaManager:
         self.ledger = ledger
         self.topics = topics
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self.hw_checkpoint = HighWatermarkCheckpoint(config.data_dir, ledger)
+        self.recovered_hws = self.hw_checkpoint.read()
 
     # -- lifecycle -----------------------------------------------------------
     def open_all(self, clean: bool) -> None:
@@ -78,8 +81,14 @@ class ReplicaManager:
             self.partitions[(topic.name, index)] = Partition(topic.name, index, plog, assignment)
 
     def close(self) -> None:
+        self.checkpoint_high_watermarks()
         for partition in self.partitions.values():
             partition.log.close()
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Writes ``replication-offset-checkpoint`` (periodically and at clean shutdown)."""
+        hws = {tp: p.high_watermark for tp, p in self.partitions.items()}
+        self.hw_checkpoint.write(hws)
 
     # -- topics ----------------------------------------------------------------
     def create_topic(

@@ -1,6 +1,6 @@
 """ReplicatedPartition on a real log: the HW is the smallest LEO of the ISR and never
 falls, acks=all waits for it, followers copy batches with the leader's offsets and
-epochs, and KIP-101's end offset for an epoch comes from the batches' epochs."""
+epochs, and KIP-101's end offset for an epoch comes from the leader-epoch cache."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker.api.list_offsets import EARLIEST, LATEST, lookup
 from broker.config import TOPIC_KEYS
 from broker.errors import ErrorCode, KafkaError
 from broker.log.ledger import FsyncLedger
@@ -113,8 +114,10 @@ def test_end_offset_for_epoch_matches_a_model(tmp_path_factory, epochs, asked) -
         for epoch in epochs:  # one record per batch, so offset i has epochs[i]
             log.append(bytearray(make_batch([b"x"])), epoch)
         lower = [e for e in epochs if e <= asked]
-        if not lower:
+        if asked > max(epochs):  # newer than every epoch of the log: unknown
             expected = (-1, -1)
+        elif not lower:  # older than every epoch: it ends where the first one starts
+            expected = (asked, 0)
         else:
             found = max(lower)
             later = [i for i, e in enumerate(epochs) if e > found]
@@ -123,3 +126,51 @@ def test_end_offset_for_epoch_matches_a_model(tmp_path_factory, epochs, asked) -
         log.close()
     finally:
         ledger.close()
+
+
+def test_a_follower_lags_once_not_caught_up_for_the_lag_time(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    """Kafka's lag: time since the follower last fetched from the leader's LEO (or
+    from the LEO the leader had at the follower's previous fetch)."""
+    leader = replica(tmp_path, ledger, 1)
+    start = leader.caught_up_at[2]  # the leadership started the clocks
+    leader.log.append(bytearray(make_batch([b"a", b"b"])), 0)
+    leader.update_follower(2, 2, now=start + 1)  # at the LEO: caught up
+    leader.update_follower(3, 0, now=start + 1)  # behind
+    assert leader.lagging(1500, now=start + 2) == [3]
+    leader.log.append(bytearray(make_batch([b"c"])), 0)
+    leader.update_follower(3, 2, now=start + 3)  # reached the LEO of its last fetch...
+    assert leader.caught_up_at[3] == start + 1  # ...so it was caught up back then
+    assert leader.lagging(1500, now=start + 2.4) == []
+    assert leader.lagging(1500, now=start + 3) == [2, 3]  # 2 has not fetched since
+    leader.update_follower(2, 3, now=start + 3)
+    leader.update_follower(3, 3, now=start + 3)
+    assert leader.lagging(1500, now=start + 4) == []
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2]))  # 3 left the ISR
+    assert leader.lagging(1500, now=start + 10) == [2]  # only ISR members are judged
+    follower = replica(tmp_path, ledger, 2)
+    assert follower.lagging(0, now=start + 100) == []  # followers judge no one
+
+
+def test_a_new_leader_below_its_epoch_start_has_no_latest_offset(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    """KIP-207: the new leader's HW (from its checkpoint) may be below the previous
+    leader's; ListOffsets(latest) answers OFFSET_NOT_AVAILABLE until it catches up."""
+    log = Log.open(tmp_path / "t-0", DEFAULTS, ledger, clean=True)
+    log.append(bytearray(make_batch([b"a", b"b", b"c"])), 0)
+    follower = ReplicatedPartition(
+        "t", 0, log, PartitionAssignment([1, 2, 3], 2, 0, [1, 2, 3]), 1, high_watermark=1
+    )
+    assert lookup(follower, LATEST, False) == (1, -1)  # not a leader: no epoch start
+    follower.reassign(PartitionAssignment([1, 2, 3], 1, 1, [1, 2, 3]))  # now leads
+    assert follower.epoch_start_offset == 3 and follower.high_watermark == 1
+    for read_committed in (False, True):
+        with pytest.raises(KafkaError) as gap:
+            lookup(follower, LATEST, read_committed)
+        assert gap.value.code is ErrorCode.offset_not_available
+    assert lookup(follower, EARLIEST, False) == (0, -1)  # the other queries still answer
+    follower.update_follower(2, 3)
+    follower.update_follower(3, 3)
+    assert lookup(follower, LATEST, False) == (3, -1)

@@ -1,0 +1,106 @@
+"""ISR changes a partition leader asks of the controller (Kafka's
+``AlterPartitionManager``): expansion when a follower catches up, shrink when an
+ISR follower has not been caught up for ``replica.lag.time.max.ms``.
+
+One AlterPartition per partition is in flight at a time, built from the committed
+metadata image (leader epoch, partition epoch, ISR); the new ISR takes effect only
+when the controller's record comes back through the metadata log, so the HW keeps
+counting a follower being removed until the removal is committed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from broker.replication import controller_apis as apis
+from broker.replication.partition import ReplicatedPartition
+
+log = logging.getLogger(__name__)
+TopicPartition = tuple[str, int]
+
+
+class ControllerUnavailable(Exception):
+    """No active controller answered before the deadline."""
+
+
+IsrChange = Callable[[tuple[int, ...]], tuple[int, ...]]
+
+
+def _without(out: set[int]) -> IsrChange:
+    return lambda isr: tuple(r for r in isr if r not in out)
+
+
+class IsrManager:
+    def __init__(
+        self,
+        node_id: int,
+        partitions: dict[TopicPartition, Any],
+        image: Callable[[], Any],
+        broker_epoch: Callable[[], int],
+        call_controller: Callable[[Any, float], Awaitable[Any]],
+        lag_ms: int,
+    ) -> None:
+        """``image`` gives the current metadata image, ``call_controller`` sends a
+        request to the active controller (raising ``ControllerUnavailable``)."""
+        self.node_id = node_id
+        self.partitions = partitions
+        self.image = image
+        self.broker_epoch = broker_epoch
+        self.call_controller = call_controller
+        self.lag_ms = lag_ms
+        self._inflight: dict[TopicPartition, asyncio.Task[None]] = {}
+
+    def expand(self, partition: ReplicatedPartition, replica: int) -> None:
+        """``replica`` caught up: propose it back into the ISR."""
+        self._propose(partition, lambda isr: isr if replica in isr else (*isr, replica))
+
+    def shrink_lagging(self) -> None:
+        """Proposes, for every partition led here, an ISR without its lagging followers."""
+        for partition in list(self.partitions.values()):
+            if isinstance(partition, ReplicatedPartition):
+                lagging = set(partition.lagging(self.lag_ms))
+                if lagging:
+                    self._propose(partition, _without(lagging))
+
+    async def run(self) -> None:
+        """Checks for lagging followers every half lag time (as Kafka does)."""
+        while True:
+            await asyncio.sleep(self.lag_ms / 2000)
+            try:
+                self.shrink_lagging()
+            except Exception:  # a bug here must not end the checks
+                log.exception("ISR shrink check failed")
+
+    def _propose(self, partition: ReplicatedPartition, change: IsrChange) -> None:
+        tp = (partition.topic, partition.index)
+        if tp in self._inflight:
+            return
+        task = asyncio.get_running_loop().create_task(self._alter(partition, change))
+        self._inflight[tp] = task
+        task.add_done_callback(lambda _t: self._inflight.pop(tp, None))
+
+    async def _alter(self, partition: ReplicatedPartition, change: IsrChange) -> None:
+        image = self.image()
+        topic = image.topic(partition.topic)
+        reg = None if topic is None else topic.partitions.get(partition.index)
+        if topic is None or reg is None or reg.leader != self.node_id:
+            return
+        new_isr = change(tuple(reg.isr))
+        if new_isr == tuple(reg.isr):
+            return
+        request = apis.alter_partition_request(
+            self.node_id, self.broker_epoch(), topic.topic_id, partition.index,
+            reg.leader_epoch, reg.partition_epoch, new_isr,
+        )  # fmt: skip
+        name = f"{partition.topic}-{partition.index}"
+        try:
+            answer = await self.call_controller(request, 5)
+        except ControllerUnavailable as e:
+            log.info("ISR change of %s to %s: %s", name, list(new_isr), e)
+            return
+        code = answer.topics[0].partitions[0].error_code
+        log.info(
+            "ISR change of %s from %s to %s: %s", name, list(reg.isr), list(new_isr), code.name
+        )
