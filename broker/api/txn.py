@@ -16,7 +16,7 @@ from typing import Any
 
 from broker.api.group import coordinators, millis, partition_errors, requested_offsets
 from broker.api.registry import RequestContext, api
-from broker.coordinator.txn.markers import write_markers
+from broker.coordinator.txn.markers import append_local
 from broker.coordinator.txn.state import TransactionState
 from broker.errors import ErrorCode, KafkaError
 
@@ -150,13 +150,13 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> dict[st
 
 @api(27, 1, 1)
 async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    """Broker-to-broker in Kafka; here it writes markers to partitions this node
-    leads, through the same path the coordinator uses."""
+    """Broker-to-broker: a transaction coordinator's markers for partitions this
+    node leads, answered once each is replicated (or with its error)."""
     service = coordinators(ctx)
     answers = []
     for marker in request.markers:
         partitions = [(t.name, int(p)) for t in marker.topics for p in t.partition_indexes]
-        results = await write_markers(
+        results = await append_local(
             ctx.broker.replica_manager,
             service.group.on_offsets_marker,
             marker.producer_id,

@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING
 from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.coordinator.group.membership import GroupConfig
 from broker.coordinator.partitioning import GROUP_TOPIC, CoordinatorType
-from broker.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
+from broker.coordinator.txn.coordinator import ProducerIds, TransactionCoordinator, TxnConfig
+from broker.coordinator.txn.marker_sender import MarkerSender
+from broker.coordinator.txn.markers import MarkerChannel
+from broker.coordinator.txn.producer_id_blocks import ControllerProducerIdManager
 from broker.coordinator.txn.producer_ids import ProducerIdManager
 
 if TYPE_CHECKING:
@@ -29,6 +32,7 @@ class CoordinatorService:
     def __init__(self, broker: Broker) -> None:
         cfg = broker.config
         self.broker = broker
+        self._marker_sender: MarkerSender | None = None
         self.group = GroupCoordinator(
             GroupConfig(
                 num_partitions=cfg["offsets.topic.num.partitions"],
@@ -48,10 +52,28 @@ class CoordinatorService:
                 ],
             ),
             broker.replica_manager,
-            broker.replica_manager,
-            self.group.on_offsets_marker,
-            ProducerIdManager(broker.ledger),
+            self._marker_channel(),
+            self._producer_ids(),
             self.group.runtime.partition_for,
+        )
+
+    def _marker_channel(self) -> MarkerChannel:
+        """Markers go to each partition's leader: this node alone on a single node,
+        any node of a cluster (WriteTxnMarkers)."""
+        broker = self.broker
+        local = (broker.node_id, broker.replica_manager, self.group.on_offsets_marker)
+        if broker.cluster is None:
+            return MarkerChannel(*local)
+        self._marker_sender = MarkerSender(broker.node_id)
+        return MarkerChannel(*local, broker.cluster.leader_address, self._marker_sender.write)
+
+    def _producer_ids(self) -> ProducerIds:
+        """A single node reserves its own blocks; a cluster node asks the controller."""
+        cluster = self.broker.cluster
+        if cluster is None:
+            return ProducerIdManager(self.broker.ledger)
+        return ControllerProducerIdManager(
+            self.broker.node_id, lambda: cluster.broker_epoch, cluster.call_controller
         )
 
     async def start(self) -> None:
@@ -76,6 +98,8 @@ class CoordinatorService:
     async def stop(self) -> None:
         self.txn.stop()
         self.group.stop()
+        if self._marker_sender is not None:
+            self._marker_sender.close()
 
     async def become_leader(self, topic: str, partition: int, epoch: int) -> None:
         """This node now leads ``topic``-``partition``: serve its coordinator shard.

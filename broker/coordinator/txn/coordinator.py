@@ -14,12 +14,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from broker.coordinator.partitioning import GROUP_TOPIC, TRANSACTION_TOPIC
 from broker.coordinator.runtime import CoordinatorLog, CoordinatorRuntime
 from broker.coordinator.txn import records
-from broker.coordinator.txn.markers import MarkerLog, OffsetsMarkerHook, write_markers_until_done
-from broker.coordinator.txn.producer_ids import ProducerIdManager
+from broker.coordinator.txn.markers import MarkerChannel, write_markers_until_done
 from broker.coordinator.txn.shard import TxnShard
 from broker.coordinator.txn.state import (
     MAX_PRODUCER_EPOCH,
@@ -40,6 +40,12 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class ProducerIds(Protocol):
+    async def next_id(self) -> int:
+        """An id no producer was ever given; raises a retriable ``KafkaError``."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class TxnConfig:
     num_partitions: int = 50
@@ -52,9 +58,8 @@ class TransactionCoordinator:
         self,
         config: TxnConfig,
         log_: CoordinatorLog,
-        marker_log: MarkerLog,
-        on_offsets_marker: OffsetsMarkerHook,
-        producer_ids: ProducerIdManager,
+        markers: MarkerChannel,
+        producer_ids: ProducerIds,
         offsets_partition_for: Callable[[str], int],
     ) -> None:
         self.config = config
@@ -64,8 +69,7 @@ class TransactionCoordinator:
             log_,
             lambda p: TxnShard(p, self._roll_forward),
         )
-        self._marker_log = marker_log
-        self._on_offsets_marker = on_offsets_marker
+        self._markers = markers
         self._producer_ids = producer_ids
         self._offsets_partition_for = offsets_partition_for
         self._timer: asyncio.Task[None] | None = None
@@ -94,17 +98,20 @@ class TransactionCoordinator:
         """Returns ``(producer_id, epoch)``; bumps the epoch of a transactional id,
         fencing older instances and aborting their open transaction first."""
         if not transactional_id:
-            return self._producer_ids.next_id(), 0
+            return await self._producer_ids.next_id(), 0
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
             raise KafkaError(ErrorCode.invalid_transaction_timeout)
         shard = self.runtime.shard_for(transactional_id)
         md = shard.transactions.get(transactional_id)
         if md is None:
             first = TxnSnapshot(
-                self._producer_ids.next_id(), NO_PRODUCER_EPOCH, timeout_ms, S.EMPTY,
+                await self._producer_ids.next_id(), NO_PRODUCER_EPOCH, timeout_ms, S.EMPTY,
                 frozenset(), -1, now_ms(),
             )  # fmt: skip
-            md = shard.transactions[transactional_id] = TransactionMetadata(transactional_id, first)
+            # Another request may have created it while the id was fetched.
+            md = shard.transactions.setdefault(
+                transactional_id, TransactionMetadata(transactional_id, first)
+            )
         if md.pending is not None:
             raise KafkaError(ErrorCode.concurrent_transactions)
         cur = md.current
@@ -121,7 +128,9 @@ class TransactionCoordinator:
         if cur.state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             raise KafkaError(ErrorCode.concurrent_transactions)
         if cur.producer_epoch >= MAX_PRODUCER_EPOCH - 1:
-            new_pid, new_epoch = self._producer_ids.next_id(), 0
+            new_pid, new_epoch = await self._producer_ids.next_id(), 0
+            if md.pending is not None or md.current is not cur:
+                raise KafkaError(ErrorCode.concurrent_transactions)
         else:
             new_pid, new_epoch = cur.producer_id, cur.producer_epoch + 1
         md.prepare(
@@ -232,6 +241,9 @@ class TransactionCoordinator:
 
     async def _persist(self, shard: TxnShard, md: TransactionMetadata) -> TxnSnapshot:
         assert md.pending is not None
+        if not shard.active:  # unloaded while this request waited
+            md.cancel()
+            raise KafkaError(ErrorCode.not_coordinator)
         key = records.encode_key(md.transactional_id)
         value = records.encode_value(md.pending.to_record())
         try:
@@ -264,8 +276,7 @@ class TransactionCoordinator:
         decided = md.current
         commit = decided.state is S.PREPARE_COMMIT
         await write_markers_until_done(
-            self._marker_log,
-            self._on_offsets_marker,
+            self._markers,
             decided.producer_id,
             decided.producer_epoch,
             commit,

@@ -1,18 +1,20 @@
 """Writing COMMIT/ABORT markers to every partition of a finished transaction.
 
 Kafka's ``TransactionMarkerChannelManager`` sends WriteTxnMarkers to each
-partition leader and retries until every partition has its marker; only then
-may the coordinator write CompleteCommit/CompleteAbort. On one node the
-"channel" is a direct call into the local replica manager, with the same
-retry loop and the same per-partition outcome; the WriteTxnMarkers API handler
-calls :func:`write_markers` too, so both paths apply markers identically.
+partition's current leader and retries until every partition has its marker;
+only then may the coordinator write CompleteCommit/CompleteAbort. The
+:class:`MarkerChannel` does the same: partitions this node leads are appended
+locally (the leader check and the acks=all wait are the replica manager's),
+the others go as one WriteTxnMarkers request per leader, looked up afresh on
+every attempt so a retry follows a leader change. The WriteTxnMarkers handler
+calls :func:`append_local`, so both paths apply markers identically.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
 from broker.coordinator.partitioning import GROUP_TOPIC
@@ -23,12 +25,14 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 RETRY_BACKOFF_S = 0.1
 
-# A partition that no longer exists will never take its marker: Kafka drops it.
+# Partitions that will never take the marker: Kafka drops them (a deleted
+# partition, a newer producer epoch, a newer coordinator already there).
 _GIVE_UP = frozenset(
     {
         ErrorCode.unknown_topic_or_partition,
         ErrorCode.invalid_producer_epoch,
         ErrorCode.producer_fenced,
+        ErrorCode.transaction_coordinator_fenced,
     }
 )
 
@@ -44,7 +48,7 @@ class MarkerLog(Protocol):
         coordinator_epoch: int,
     ) -> int:
         """Appends one control batch to a partition this node leads; returns its
-        offset or raises ``KafkaError``."""
+        offset once replicated, or raises ``KafkaError``."""
         ...
 
 
@@ -53,7 +57,17 @@ OffsetsMarkerHook = Callable[[int, int, int, bool], None]
 ``__consumer_offsets``, so the group coordinator applies or drops pending offsets."""
 
 
-async def write_markers(
+RemoteWrite = Callable[
+    [tuple[int, str, int], int, int, bool, int, list[TopicPartition]],
+    Awaitable[dict[TopicPartition, ErrorCode]],
+]
+"""``(leader, producer_id, producer_epoch, commit, coordinator_epoch, partitions)``:
+one WriteTxnMarkers to ``leader`` = ``(node_id, host, port)``; per-partition errors."""
+
+LeaderOf = Callable[[str, int], "tuple[int, str, int] | None"]
+
+
+async def append_local(
     marker_log: MarkerLog,
     on_offsets_marker: OffsetsMarkerHook,
     producer_id: int,
@@ -62,25 +76,76 @@ async def write_markers(
     coordinator_epoch: int,
     partitions: Iterable[TopicPartition],
 ) -> dict[TopicPartition, ErrorCode]:
-    """One attempt per partition; returns each partition's error (``none`` = written)."""
-    results: dict[TopicPartition, ErrorCode] = {}
-    for topic, partition in sorted(partitions):
+    """Appends to partitions led here, all at once (each waits for its ISR);
+    returns each partition's error (``none`` = written and replicated)."""
+
+    async def one(tp: TopicPartition) -> ErrorCode:
+        topic, partition = tp
         try:
             await marker_log.append_marker(
                 topic, partition, producer_id, producer_epoch, commit, coordinator_epoch
             )
-            error = ErrorCode.none
         except KafkaError as exc:
-            error = exc.code
-        if error is ErrorCode.none and topic == GROUP_TOPIC:
+            return exc.code
+        if topic == GROUP_TOPIC:
             on_offsets_marker(partition, producer_id, producer_epoch, commit)
-        results[(topic, partition)] = error
-    return results
+        return ErrorCode.none
+
+    wanted = sorted(set(partitions))
+    codes = await asyncio.gather(*(one(tp) for tp in wanted))
+    return dict(zip(wanted, codes, strict=True))
+
+
+class MarkerChannel:
+    """Routes each partition's marker to its leader: here, or over the network."""
+
+    def __init__(
+        self,
+        node_id: int,
+        marker_log: MarkerLog,
+        on_offsets_marker: OffsetsMarkerHook,
+        leader_of: LeaderOf | None = None,
+        remote_write: RemoteWrite | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self._log = marker_log
+        self._on_offsets_marker = on_offsets_marker
+        self._leader_of = leader_of  # None on a single node: everything is local
+        self._remote_write = remote_write
+
+    async def write(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """One attempt per partition; returns each partition's error."""
+        results: dict[TopicPartition, ErrorCode] = {}
+        local: list[TopicPartition] = []
+        remote: dict[tuple[int, str, int], list[TopicPartition]] = {}
+        for tp in sorted(set(partitions)):
+            leader = (self.node_id, "", 0) if self._leader_of is None else self._leader_of(*tp)
+            if leader is None:
+                results[tp] = ErrorCode.leader_not_available
+            elif leader[0] == self.node_id:
+                local.append(tp)
+            else:
+                remote.setdefault(leader, []).append(tp)
+        args = (producer_id, producer_epoch, commit, coordinator_epoch)
+        attempts: list[Awaitable[dict[TopicPartition, ErrorCode]]] = [
+            append_local(self._log, self._on_offsets_marker, *args, local)
+        ]
+        if self._remote_write is not None:
+            attempts += [self._remote_write(leader, *args, tps) for leader, tps in remote.items()]
+        for answer in await asyncio.gather(*attempts):
+            results.update(answer)
+        return results
 
 
 async def write_markers_until_done(
-    marker_log: MarkerLog,
-    on_offsets_marker: OffsetsMarkerHook,
+    channel: MarkerChannel,
     producer_id: int,
     producer_epoch: int,
     commit: bool,
@@ -90,14 +155,8 @@ async def write_markers_until_done(
     """Retries the partitions whose marker failed retriably until none is left."""
     remaining = set(partitions)
     while remaining:
-        results = await write_markers(
-            marker_log,
-            on_offsets_marker,
-            producer_id,
-            producer_epoch,
-            commit,
-            coordinator_epoch,
-            remaining,
+        results = await channel.write(
+            producer_id, producer_epoch, commit, coordinator_epoch, remaining
         )
         remaining = set()
         for tp, error in results.items():
@@ -105,9 +164,11 @@ async def write_markers_until_done(
                 continue
             if error in _GIVE_UP:
                 log.warning(
-                    "dropping %s marker for pid %d on %s: %s", commit, producer_id, tp, error.name
-                )
+                    "dropping %s marker for pid %d on %s: %s",
+                    "commit" if commit else "abort", producer_id, tp, error.name,
+                )  # fmt: skip
                 continue
+            log.debug("marker for pid %d on %s: %s; retrying", producer_id, tp, error.name)
             remaining.add(tp)
         if remaining:
             await asyncio.sleep(RETRY_BACKOFF_S)

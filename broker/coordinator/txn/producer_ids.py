@@ -4,8 +4,8 @@ Ids are reserved in blocks: the end of the reserved range is written durably
 (through the broker's fsync ledger, so a simulated power loss keeps it) before
 any id of the block is given out, so after a crash the broker resumes past
 everything it might have handed out. Kafka keeps the same block in its
-metadata log (``ProducerIdsRecord``); a replicated controller can take over by
-replacing this class.
+metadata log (``ProducerIdsRecord``); a node of a cluster draws its blocks from
+the controller instead (:mod:`broker.coordinator.txn.producer_id_blocks`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class ProducerIdManager:
             raise ProducerIdStateError(f"{self._path}: not a producer id: {text[:40]!r}")
         return int(text)
 
-    def next_id(self) -> int:
+    async def next_id(self) -> int:
         if self._next >= self._block_end:
             end = self._next + self._block_size
             self._ledger.write_atomically(self._path, f"{end}\n".encode("ascii"))

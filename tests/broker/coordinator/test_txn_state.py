@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -138,10 +139,10 @@ def test_garbage_records_raise_a_format_error(data: bytes) -> None:
 def test_producer_ids_resume_past_the_reserved_block(tmp_path: Path) -> None:
     ledger = FsyncLedger(tmp_path)
     first = ProducerIdManager(ledger, block_size=10)
-    handed_out = [first.next_id() for _ in range(12)]
+    handed_out = [asyncio.run(first.next_id()) for _ in range(12)]
     assert handed_out == list(range(12))
     again = ProducerIdManager(ledger, block_size=10)  # as after a crash
-    assert again.next_id() == 20
+    assert asyncio.run(again.next_id()) == 20
     assert read_ledger(tmp_path)["producer-id-block"] == len("30\n")
     (tmp_path / "producer-id-block").write_text("garbage")
     with pytest.raises(ProducerIdStateError, match="producer-id-block"):

@@ -1,0 +1,93 @@
+"""WriteTxnMarkers to another node (the network half of the marker channel).
+
+One connection per partition leader, reused across transactions; a leader that
+cannot be reached or does not answer in time yields a retriable error for each
+of its partitions, so the coordinator's retry loop tries again, asking for the
+leader afresh."""
+
+from __future__ import annotations
+
+import logging
+
+from kio.schema.types import ProducerId, TopicName
+from kio.schema.write_txn_markers.v1 import request as wtm_req
+from kio.static.primitive import i16, i32
+
+from broker.errors import ErrorCode
+from broker.replication.peer_client import PeerConnection, PeerError
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+REQUEST_TIMEOUT_S = 15.0  # the leader answers once its ISR has the markers
+
+
+def write_txn_markers_request(
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+    partitions: list[TopicPartition],
+) -> wtm_req.WriteTxnMarkersRequest:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    marker = wtm_req.WritableTxnMarker(
+        producer_id=ProducerId(producer_id),
+        producer_epoch=i16(producer_epoch),
+        transaction_result=commit,
+        topics=tuple(
+            wtm_req.WritableTxnMarkerTopic(
+                name=TopicName(t), partition_indexes=tuple(i32(p) for p in ps)
+            )
+            for t, ps in by_topic.items()
+        ),
+        coordinator_epoch=i32(coordinator_epoch),
+    )
+    return wtm_req.WriteTxnMarkersRequest(markers=(marker,))
+
+
+class MarkerSender:
+    def __init__(self, node_id: int, timeout_s: float = REQUEST_TIMEOUT_S) -> None:
+        self._client_id = f"jepka-txn-markers-{node_id}"
+        self._timeout_s = timeout_s
+        self._peers: dict[int, PeerConnection] = {}
+
+    def _peer(self, node_id: int, host: str, port: int) -> PeerConnection:
+        peer = self._peers.get(node_id)
+        if peer is None or (peer.host, peer.port) != (host, port):
+            if peer is not None:
+                peer.close()
+            peer = self._peers[node_id] = PeerConnection(host, port, self._client_id)
+        return peer
+
+    async def write(
+        self,
+        leader: tuple[int, str, int],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: list[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        request = write_txn_markers_request(
+            producer_id, producer_epoch, commit, coordinator_epoch, partitions
+        )
+        try:
+            answer = await self._peer(*leader).request(request, self._timeout_s)
+        except PeerError as exc:
+            log.info("WriteTxnMarkers to node %d: %s", leader[0], exc)
+            return dict.fromkeys(partitions, ErrorCode.request_timed_out)
+        results = dict.fromkeys(partitions, ErrorCode.unknown_server_error)
+        for marker in answer.markers:
+            for topic in marker.topics:
+                for p in topic.partitions:
+                    tp = (str(topic.name), int(p.partition_index))
+                    if tp in results:
+                        results[tp] = ErrorCode(int(p.error_code))
+        return results
+
+    def close(self) -> None:
+        for peer in self._peers.values():
+            peer.close()
+        self._peers.clear()
