@@ -5,14 +5,10 @@
 # with an init (compose `init: true`) that reaps children.
 #   /data/broker.pid  /data/broker.stdout  /data/faketime  /data/data/ (broker data)
 # With JEPKA_REPLICATED=1 the nodes form one combined-mode cluster of
-# JEPKA_VOTERS; each node's producer ids then start in its own range (see
-# harness/db/reference.py).
+# JEPKA_VOTERS.
 set -eu
 mkdir -p /data/data
 [ "${JEPKA_REPLICATED:-0}" = 1 ] || JEPKA_VOTERS=
-if [ -n "${JEPKA_VOTERS:-}" ] && [ ! -e /data/data/producer-id-block ]; then
-    echo $(( JEPKA_NODE_ID << 40 )) > /data/data/producer-id-block
-fi
 cd /data
 [ -f faketime ] || echo "+0" > faketime
 preload=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n1 || true)

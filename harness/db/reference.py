@@ -8,12 +8,8 @@ broker gets the same `--voters` list naming each node's controller listener
 (its address, `controller_port`). A single node runs without `--voters`, as
 the stand-alone broker it always was.
 
-The broker hands out producer ids from a block reserved in its data dir
-(`producer-id-block`), not yet through the controller, so in a cluster each
-node's first block is seeded at `node_id << PRODUCER_ID_SHIFT`: otherwise two
-nodes give different producers the same id, and a partition leader takes one
-producer's batches for another's retries (duplicates acknowledged at the
-offsets of other records).
+Producer ids need nothing from the adapter: cluster nodes draw them in blocks
+from the active controller, which records each block in the metadata log.
 """
 
 from __future__ import annotations
@@ -25,10 +21,6 @@ from collections.abc import Mapping, Sequence
 
 from harness.backends.base import Node
 from harness.db.base import DaemonDB, stdout_file
-
-PRODUCER_ID_FILE = "producer-id-block"
-#: leaves 2**40 producer ids to each node
-PRODUCER_ID_SHIFT = 40
 
 
 def reference_properties(
@@ -91,8 +83,6 @@ class ReferenceBroker(DaemonDB):
         return ",".join(f"{n.node_id}@{n.address}:{self.controller_port}" for n in nodes)
 
     def configure(self, node: Node, nodes: list[Node]) -> None:
-        if self.voters(nodes):
-            self.seed_producer_ids(node)
         if self.config_path:  # provided by the node (the compose file mounts it)
             return
         text = reference_properties(node, nodes, self.overrides)
@@ -102,13 +92,6 @@ class ReferenceBroker(DaemonDB):
             node.remote.upload(f.name, self.config_file(node))
         finally:
             os.unlink(f.name)
-
-    def seed_producer_ids(self, node: Node) -> None:
-        """Starts the node's producer ids in its own range unless it has
-        handed out any already."""
-        path = posixpath.join(self.data_dir(node), PRODUCER_ID_FILE)
-        first = node.node_id << PRODUCER_ID_SHIFT
-        node.run(f"[ -e {path} ] || {{ echo {first} > {path}.tmp && mv {path}.tmp {path}; }}")
 
     def command(self, node: Node, nodes: list[Node]) -> list[str]:
         argv = [
@@ -127,6 +110,15 @@ class ReferenceBroker(DaemonDB):
         for bug in self.bugs:
             argv += ["--bug", bug]
         return argv + self.extra_args
+
+    def wait_up(self, node: Node, nodes: list[Node], timeout: float = 60.0) -> None:
+        """A cluster node is up once its controller listener accepts connections: it
+        opens its client port only after reaching its controller quorum (as a Kafka
+        broker), which a partition or pause elsewhere may keep away."""
+        if not self.voters(nodes):
+            self.wait_ready(node, timeout)
+            return
+        self._wait_listening(node, self.controller_port, timeout)
 
     def log_files(self, node: Node) -> list[str]:
         return [stdout_file(node), posixpath.join(self.data_dir(node), "broker.log")]

@@ -18,7 +18,7 @@ from harness.backends.local import NetnsRemote, cluster_tag
 from harness.cli import main
 from harness.cluster import Cluster, ClusterSpec, make_db
 from harness.control import Result
-from harness.db.reference import PRODUCER_ID_SHIFT, ReferenceBroker
+from harness.db.reference import ReferenceBroker
 from harness.spec import SpecError, resolve
 from tests.nemesis.probes import leftovers, netns_available
 
@@ -60,21 +60,6 @@ def test_single_and_independent_nodes_run_without_voters() -> None:
     assert "--voters" in make_db(ClusterSpec(nodes=3)).command(three[0], three)
     docker = make_db(ClusterSpec(backend="docker", replicated=True))
     assert "--voters" in docker.command(three[0], three)
-
-
-def test_each_node_seeds_its_own_producer_id_range(tmp_path: Path) -> None:
-    db = ReferenceBroker(["jepka", "broker"])
-    firsts = []
-    for i in (1, 2, 3):
-        node = Node(f"n{i}", "127.0.0.1", LocalShell("unused"), str(tmp_path / f"n{i}"), i)
-        (tmp_path / f"n{i}" / "data").mkdir(parents=True)
-        db.seed_producer_ids(node)
-        block = tmp_path / f"n{i}" / "data" / "producer-id-block"
-        firsts.append(int(block.read_text()))
-        block.write_text("17\n")  # ids handed out since: never reseeded
-        db.seed_producer_ids(node)
-        assert block.read_text() == "17\n"
-    assert firsts == [i << PRODUCER_ID_SHIFT for i in (1, 2, 3)]
 
 
 @pytest.mark.slow
