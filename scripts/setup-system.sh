@@ -23,6 +23,7 @@ need chromium chromium # headless browser for the report tests
 # Clusters and faults: namespaces, containers, SSH nodes, clocks, offline images.
 need dockerd docker.io
 need sshd openssh-server
+need sudo sudo # the ssh backend's non-root path is tested with a sudo login
 need ssh-keygen openssh-client
 need faketime faketime
 ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=("libfaketime")

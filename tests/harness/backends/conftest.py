@@ -55,7 +55,8 @@ def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[s
             cfg = tmp_path / f"sshd{i}.conf"
             cfg.write_text(
                 f"Port 22\nListenAddress {names.address(i)}\nHostKey {tmp_path}/host\n"
-                f"PidFile {tmp_path}/sshd{i}.pid\nAuthorizedKeysFile {tmp_path}/authorized_keys\n"
+                f"PidFile {tmp_path}/sshd{i}.pid\n"
+                f"AuthorizedKeysFile {tmp_path}/authorized_keys .ssh/authorized_keys\n"
                 "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
                 "StrictModes no\nUsePAM no\nSubsystem sftp internal-sftp\n"
             )
@@ -70,3 +71,33 @@ def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[s
             daemon.terminate()
             daemon.wait(10)
         local.destroy_network(names, 3)
+
+
+@pytest.fixture(scope="module")
+def ssh_sudo_user(ssh_hosts: tuple[list[str], str, str]) -> Iterator[str]:
+    """A throwaway non-root login with passwordless sudo (the usual cloud-host
+    setup), so the backend's sudo path runs for real; removed afterwards."""
+    if not shutil.which("sudo") or not shutil.which("useradd"):
+        pytest.skip("sudo is not installed (scripts/setup-system.sh)")
+    if os.geteuid() != 0:
+        pytest.skip("creating a test user needs root")
+    user = f"jepka{uuid.uuid4().hex[:8]}"
+    sudoers = Path("/etc/sudoers.d") / user
+    # '*' (not the locked '!') so sshd without PAM lets the key log in
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", "-p", "*", user], check=True)
+    try:
+        home = Path(f"~{user}").expanduser()
+        (home / ".ssh").mkdir()
+        shutil.copy(f"{ssh_hosts[1]}.pub", home / ".ssh" / "authorized_keys")
+        subprocess.run(["chown", "-R", f"{user}:", str(home / ".ssh")], check=True)
+        sudoers.write_text(f"{user} ALL=(ALL) NOPASSWD: ALL\n")
+        sudoers.chmod(0o440)
+        yield user
+    finally:
+        sudoers.unlink(missing_ok=True)
+        # sshd's session processes for the user may still be exiting
+        deadline = time.monotonic() + 10
+        while subprocess.run(["userdel", "-r", user], capture_output=True).returncode == 8:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"test user {user} still has processes")
+            time.sleep(0.2)

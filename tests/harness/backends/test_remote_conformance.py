@@ -24,7 +24,7 @@ from tests.nemesis.probes import netns_available
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-@pytest.fixture(params=["netns", "docker", "ssh"])
+@pytest.fixture(params=["netns", "docker", "ssh", "ssh-sudo"])
 def node(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Node]:
     kind = request.param
     if kind == "netns":
@@ -65,7 +65,10 @@ def node(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Node]:
             subprocess.run(["docker", "rm", "-f", cid], check=False, capture_output=True)
     else:
         hosts, key, _ = request.getfixturevalue("ssh_hosts")
-        remote = SshRemote(hosts[0], SshConfig(key_file=key), str(tmp_path / "ssh.log"))
+        config = SshConfig(key_file=key)
+        if kind == "ssh-sudo":
+            config = SshConfig(user=request.getfixturevalue("ssh_sudo_user"), key_file=key)
+        remote = SshRemote(hosts[0], config, str(tmp_path / "ssh.log"))
         try:
             yield Node("n1", hosts[0], remote, str(tmp_path / "root"), 1)
         finally:
@@ -78,6 +81,15 @@ def test_exit_codes_and_streams(node: Node) -> None:
     assert (result.exit, result.out, result.err) == (3, "out\n", "err\n")
     with pytest.raises(RuntimeError, match=r"on n1: .* exited 3"):
         node.run("exit 3")
+
+
+def test_commands_run_as_root(node: Node) -> None:
+    """Faults need root: every transport runs node commands as root, through sudo
+    when the login is not root (the login itself is checked to be unprivileged)."""
+    assert node.run("id -u").out == "0\n"
+    if isinstance(node.remote, SshRemote) and node.remote.sudo:
+        _, stdout, _ = node.remote._connect().exec_command("id -u")
+        assert stdout.read().decode().strip() != "0"
 
 
 def test_quoting_survives_the_transport(node: Node) -> None:

@@ -18,13 +18,21 @@ from tests.nemesis.probes import api_versions_answers, connection_matrix
 pytestmark = [pytest.mark.integration, pytest.mark.netns, pytest.mark.broker, pytest.mark.slow]
 
 
-def test_brokers_and_faults_over_ssh(ssh_hosts: tuple[list[str], str, str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("login", ["root", "sudo"])
+def test_brokers_and_faults_over_ssh(
+    ssh_hosts: tuple[list[str], str, str],
+    tmp_path: Path,
+    login: str,
+    request: pytest.FixtureRequest,
+) -> None:
     hosts, key, gateway = ssh_hosts
+    user = request.getfixturevalue("ssh_sudo_user") if login == "sudo" else "root"
     spec = ClusterSpec(
         name=f"s{uuid.uuid4().hex[:8]}",
         backend="ssh",
         hosts=tuple(hosts),
         ssh_key=key,
+        ssh_user=user,
         node_root=str(tmp_path / "nodes"),
         broker_command=(sys.executable, "-m", "harness", "broker"),
     )
