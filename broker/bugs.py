@@ -72,6 +72,16 @@ BUGS: dict[str, Bug] = {
             "lookup and the sequence check",
         ),
         Bug(
+            "delayed-endtxn",
+            "KAFKA-17754: a delayed transactional write, EndTxn or marker resolves a later "
+            "transaction of the same producer (fixed by KIP-890's verification)",
+            "G1a and lost-write (torn transactions): an aborted transaction's write is "
+            "committed by the next transaction's marker",
+            "a partition leader appends a transactional batch that starts a transaction "
+            "without asking the coordinator whether the partition is in the producer's "
+            "ongoing transaction at this epoch",
+        ),
+        Bug(
             "no-epoch-fencing",
             "a deposed leader that keeps accepting produce requests (split brain, as in "
             "Jepsen's 2013 Kafka analysis of partitioned leaders)",

@@ -58,7 +58,9 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> dic
         results = [
             {
                 "transactional_id": t.transactional_id,
-                "topic_results": await _add_partitions(
+                "topic_results": _verify_partitions(ctx, t)
+                if t.verify_only
+                else await _add_partitions(
                     ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics
                 ),
             }
@@ -73,6 +75,27 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> dic
         request.v3_and_below_topics,
     )
     return {"throttle_time": 0, "results_by_topic_v3_and_below": by_topic}
+
+
+def _verify_partitions(ctx: RequestContext, txn: Any) -> list[dict[str, Any]]:
+    """A partition leader's KIP-890 question (verify_only): adds nothing."""
+    wanted = {(t.name, int(p)) for t in txn.topics for p in t.partitions}
+    try:
+        errors = coordinators(ctx).txn.verify(
+            txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted
+        )
+    except KafkaError as exc:  # not the coordinator, or still loading
+        errors = dict.fromkeys(wanted, exc.code)
+    return _by_topic(errors)
+
+
+def _by_topic(errors: dict[tuple[str, int], ErrorCode]) -> list[dict[str, Any]]:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), code in sorted(errors.items()):
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": partition, "partition_error_code": code}
+        )
+    return [{"name": t, "results_by_partition": ps} for t, ps in by_topic.items()]
 
 
 async def _add_partitions(
@@ -98,12 +121,7 @@ async def _add_partitions(
         except KafkaError as exc:
             code = client_code(ctx, exc.code)
         errors = dict.fromkeys(wanted, code)
-    by_topic: dict[str, list[dict[str, Any]]] = {}
-    for (topic, partition), code in errors.items():
-        by_topic.setdefault(topic, []).append(
-            {"partition_index": partition, "partition_error_code": code}
-        )
-    return [{"name": t, "results_by_partition": ps} for t, ps in by_topic.items()]
+    return _by_topic(errors)
 
 
 @api(25, 0, 3)

@@ -19,6 +19,7 @@ from broker.coordinator.txn.marker_sender import MarkerSender
 from broker.coordinator.txn.markers import MarkerChannel
 from broker.coordinator.txn.producer_id_blocks import ControllerProducerIdManager
 from broker.coordinator.txn.producer_ids import ProducerIdManager
+from broker.coordinator.txn.verification import TxnVerifier
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -33,6 +34,7 @@ class CoordinatorService:
         cfg = broker.config
         self.broker = broker
         self._marker_sender: MarkerSender | None = None
+        self.verifier = TxnVerifier(broker)
         self.group = GroupCoordinator(
             GroupConfig(
                 num_partitions=cfg["offsets.topic.num.partitions"],
@@ -98,6 +100,7 @@ class CoordinatorService:
     async def stop(self) -> None:
         self.txn.stop()
         self.group.stop()
+        self.verifier.close()
         if self._marker_sender is not None:
             self._marker_sender.close()
 

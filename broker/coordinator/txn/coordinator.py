@@ -157,6 +157,23 @@ class TransactionCoordinator:
         md.prepare(S.ONGOING, now_ms(), partitions=cur.partitions | partitions, start_ms=start)
         await self._persist(shard, md)
 
+    def verify(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: set[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """KIP-890's check for a partition leader about to start a transaction on a
+        partition: is each partition in this producer's ongoing transaction, at this
+        epoch? A write arriving after its transaction ended fails it."""
+        try:
+            _shard, md = self._lookup(transactional_id, producer_id, epoch)
+        except KafkaError as exc:
+            return dict.fromkeys(partitions, exc.code)
+        ongoing = md.state is S.ONGOING
+        return {
+            tp: ErrorCode.none if ongoing and tp in md.current.partitions
+            else ErrorCode.invalid_txn_state
+            for tp in partitions
+        }  # fmt: skip
+
     async def add_offsets(
         self, transactional_id: str, producer_id: int, epoch: int, group_id: str
     ) -> None:

@@ -13,8 +13,9 @@ from kio.schema.types import ProducerId, TopicName
 from kio.schema.write_txn_markers.v1 import request as wtm_req
 from kio.static.primitive import i16, i32
 
+from broker.coordinator.txn.peers import PeerPool
 from broker.errors import ErrorCode
-from broker.replication.peer_client import PeerConnection, PeerError
+from broker.replication.peer_client import PeerError
 
 log = logging.getLogger(__name__)
 
@@ -49,17 +50,8 @@ def write_txn_markers_request(
 
 class MarkerSender:
     def __init__(self, node_id: int, timeout_s: float = REQUEST_TIMEOUT_S) -> None:
-        self._client_id = f"jepka-txn-markers-{node_id}"
         self._timeout_s = timeout_s
-        self._peers: dict[int, PeerConnection] = {}
-
-    def _peer(self, node_id: int, host: str, port: int) -> PeerConnection:
-        peer = self._peers.get(node_id)
-        if peer is None or (peer.host, peer.port) != (host, port):
-            if peer is not None:
-                peer.close()
-            peer = self._peers[node_id] = PeerConnection(host, port, self._client_id)
-        return peer
+        self._peers = PeerPool(f"jepka-txn-markers-{node_id}")
 
     async def write(
         self,
@@ -74,7 +66,7 @@ class MarkerSender:
             producer_id, producer_epoch, commit, coordinator_epoch, partitions
         )
         try:
-            answer = await self._peer(*leader).request(request, self._timeout_s)
+            answer = await self._peers.get(*leader).request(request, self._timeout_s)
         except PeerError as exc:
             log.info("WriteTxnMarkers to node %d: %s", leader[0], exc)
             return dict.fromkeys(partitions, ErrorCode.request_timed_out)
@@ -88,6 +80,4 @@ class MarkerSender:
         return results
 
     def close(self) -> None:
-        for peer in self._peers.values():
-            peer.close()
-        self._peers.clear()
+        self._peers.close()
