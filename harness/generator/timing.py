@@ -7,6 +7,7 @@ then (while still handling completions).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from harness.generator.context import Context
@@ -21,31 +22,50 @@ def seconds(dt: float) -> int:
     return int(dt * NS_PER_S)
 
 
-class Stagger(Generator):
-    """Spaces ops a random 0..2·dt apart, so ``dt`` is the mean interval for
-    the whole generator: a *total* rate of 1/dt across all threads."""
+class _Retimed(Generator):
+    """A wrapper that passes each op of its child on with a new time and keeps
+    its own timing state; events go to the child unchanged."""
 
-    __slots__ = ("dt2", "gen", "next_time", "rand")
-
-    def __init__(self, dt2: int, gen: Generator | None, next_time: int | None, rand: Rand) -> None:
-        self.dt2, self.gen, self.next_time, self.rand = dt2, gen, next_time, rand
+    __slots__ = ("gen",)
+    gen: Generator | None
 
     def op(self, test: Any, ctx: Context) -> OpResult:
-        if self.gen is None:
+        if self.gen is None or self.expired(ctx):
             return None
         r = self.gen.op(test, ctx)
         if r is None or r is PENDING:
             return r
         o, nxt = r  # type: ignore[misc]
-        start = ctx.time if self.next_time is None else self.next_time
-        at = max(o["time"], start)
-        gap, rand = self.rand.below(self.dt2) if self.dt2 > 0 else (0, self.rand)
-        return {**o, "time": at}, Stagger(self.dt2, nxt, start + gap, rand)
+        return self.retime(ctx, o, nxt)
+
+    def expired(self, ctx: Context) -> bool:
+        return False
+
+    def retime(self, ctx: Context, o: OpDict, nxt: Generator | None) -> OpResult:
+        raise NotImplementedError
 
     def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
         if self.gen is None:
             return self
-        return Stagger(self.dt2, self.gen.update(test, ctx, event), self.next_time, self.rand)
+        clone = copy.copy(self)
+        clone.gen = self.gen.update(test, ctx, event)
+        return clone
+
+
+class Stagger(_Retimed):
+    """Spaces ops a random 0..2·dt apart, so ``dt`` is the mean interval for
+    the whole generator: a *total* rate of 1/dt across all threads."""
+
+    __slots__ = ("dt2", "next_time", "rand")
+
+    def __init__(self, dt2: int, gen: Generator | None, next_time: int | None, rand: Rand) -> None:
+        self.dt2, self.gen, self.next_time, self.rand = dt2, gen, next_time, rand
+
+    def retime(self, ctx: Context, o: OpDict, nxt: Generator | None) -> OpResult:
+        start = ctx.time if self.next_time is None else self.next_time
+        at = max(o["time"], start)
+        gap, rand = self.rand.below(self.dt2) if self.dt2 > 0 else (0, self.rand)
+        return {**o, "time": at}, Stagger(self.dt2, nxt, start + gap, rand)
 
 
 def stagger(dt: float, gen: GenLike, rand: Rand) -> Generator:
@@ -53,60 +73,39 @@ def stagger(dt: float, gen: GenLike, rand: Rand) -> Generator:
     return Stagger(2 * seconds(dt), lift(gen), None, rand)
 
 
-class Delay(Generator):
+class Delay(_Retimed):
     """Ops at least ``dt`` apart, starting now."""
 
-    __slots__ = ("dt", "gen", "next_time")
+    __slots__ = ("dt", "next_time")
 
     def __init__(self, dt: int, gen: Generator | None, next_time: int | None) -> None:
         self.dt, self.gen, self.next_time = dt, gen, next_time
 
-    def op(self, test: Any, ctx: Context) -> OpResult:
-        if self.gen is None:
-            return None
-        r = self.gen.op(test, ctx)
-        if r is None or r is PENDING:
-            return r
-        o, nxt = r  # type: ignore[misc]
+    def retime(self, ctx: Context, o: OpDict, nxt: Generator | None) -> OpResult:
         at = max(o["time"], ctx.time if self.next_time is None else self.next_time)
         return {**o, "time": at}, Delay(self.dt, nxt, at + self.dt)
-
-    def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
-        if self.gen is None:
-            return self
-        return Delay(self.dt, self.gen.update(test, ctx, event), self.next_time)
 
 
 def delay(dt: float, gen: GenLike) -> Generator:
     return Delay(seconds(dt), lift(gen), None)
 
 
-class TimeLimit(Generator):
+class TimeLimit(_Retimed):
     """Ops from the child until ``dt`` after the time of its first op."""
 
-    __slots__ = ("cutoff", "dt", "gen")
+    __slots__ = ("cutoff", "dt")
 
     def __init__(self, dt: int, gen: Generator | None, cutoff: int | None) -> None:
         self.dt, self.gen, self.cutoff = dt, gen, cutoff
 
-    def op(self, test: Any, ctx: Context) -> OpResult:
-        if self.gen is None:
-            return None
-        if self.cutoff is not None and ctx.time >= self.cutoff:
-            return None
-        r = self.gen.op(test, ctx)
-        if r is None or r is PENDING:
-            return r
-        o, nxt = r  # type: ignore[misc]
+    def expired(self, ctx: Context) -> bool:
+        return self.cutoff is not None and ctx.time >= self.cutoff
+
+    def retime(self, ctx: Context, o: OpDict, nxt: Generator | None) -> OpResult:
         cutoff = o["time"] + self.dt if self.cutoff is None else self.cutoff
         if o["time"] >= cutoff:
             return None
         return o, TimeLimit(self.dt, nxt, cutoff)
-
-    def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
-        if self.gen is None:
-            return self
-        return TimeLimit(self.dt, self.gen.update(test, ctx, event), self.cutoff)
 
 
 def time_limit(dt: float, gen: GenLike) -> Generator:
