@@ -98,7 +98,7 @@ class TxnVerifier:
             return
         if code in _DEFINITE:
             raise KafkaError(code, f"{topic}-{partition} is not in the ongoing transaction")
-        raise KafkaError(ErrorCode.not_enough_replicas, f"cannot verify the transaction: {code}")
+        raise KafkaError(ErrorCode.not_enough_replicas, f"cannot verify: {code.name}")
 
     async def _ask(
         self, transactional_id: str, producer_id: int, epoch: int, tp: TopicPartition
