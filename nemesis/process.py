@@ -9,13 +9,14 @@ from nemesis.targets import resolve
 
 
 def restart_all(ctx: NemesisContext) -> list[str]:
-    """Starts every broker that is not running and waits until it accepts
-    connections; returns the nodes it started."""
+    """Starts every broker that is not running and waits until it is up (a
+    cluster node cut off from its quorum by another fault counts as up once
+    started; it serves when the quorum is back); returns the nodes it started."""
     down = [n for n in ctx.nodes if not ctx.db.running(n)]
 
     def start(node):  # type: ignore[no-untyped-def]
         ctx.db.start(node, ctx.nodes)
-        ctx.db.wait_ready(node)
+        ctx.db.wait_up(node, ctx.nodes)
 
     on_nodes(down, start)
     return [n.name for n in down]

@@ -1,7 +1,7 @@
 """A combined-mode cluster of broker processes on 127.0.0.1 (for tests, benchmarks
 and local tooling): free ports picked up front, every node started before any is
-awaited (a node is ready only once a quorum has formed), and processes stopped only
-by their own PIDs."""
+awaited (a node is ready only once a quorum has formed; it is up as soon as its
+controller listener accepts), and processes stopped only by their own PIDs."""
 
 from __future__ import annotations
 
@@ -54,6 +54,13 @@ class ClusterNodeProcess:
     def resume(self) -> None:
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGCONT)
+
+    def terminate(self, timeout: float = 30) -> None:
+        """SIGTERM: a clean shutdown (checkpoints written, logs flushed)."""
+        if self.alive():
+            assert self.proc is not None
+            self.proc.terminate()
+            self.proc.wait(timeout)
 
     def kill(self) -> None:
         """SIGKILL, as a crash (a paused process is resumed first, so it can exit)."""
@@ -108,9 +115,28 @@ class LocalCluster:
         with node.stderr_path.open("a") as stderr:
             node.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True)
 
-    def restart(self, node_id: int, timeout: float = 60) -> None:
+    def restart(self, node_id: int, timeout: float = 60, ready: bool = True) -> None:
+        """Starts a stopped node again and waits until it serves clients or, with
+        ``ready=False``, only until it is up (its controller listener accepts): a node
+        whose quorum is cut off by a fault elsewhere serves once the quorum is back
+        (``wait_ready`` then sees its ready line)."""
         self.launch(node_id)
-        self.wait_ready([node_id], timeout)
+        if ready:
+            self.wait_ready([node_id], timeout)
+            return
+        node = self.nodes[node_id]
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", node.controller_port), timeout=1):
+                    return
+            except OSError:
+                if not node.alive():
+                    err = node.stderr_path.read_text()[-4000:]
+                    raise RuntimeError(f"node {node_id} exited: {err.strip()}") from None
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"node {node_id} not up after {timeout} s") from None
+                time.sleep(0.05)
 
     def wait_ready(self, node_ids: list[int], timeout: float) -> None:
         """Waits for each node's ready line (a selector, not select(): test processes

@@ -164,12 +164,15 @@ class ReplicatedPartition(Partition):
         if self.high_watermark < end_offset:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._acks.append((end_offset, waiter))
-            try:
-                await asyncio.wait_for(waiter, ACK_TIMEOUT_S)
-            except TimeoutError:
+            # asyncio.wait, not wait_for, which on 3.11 can swallow a racing cancellation
+            done, _ = await asyncio.wait([waiter], timeout=ACK_TIMEOUT_S)
+            if not done:
+                waiter.cancel()
+                self._acks = [(end, w) for end, w in self._acks if w is not waiter]
                 raise KafkaError(
                     ErrorCode.request_timed_out, f"HW {self.high_watermark} < {end_offset}"
-                ) from None
+                )
+            waiter.result()
         min_isr = self.log.config["min.insync.replicas"]
         if len(self.assignment.isr) < min_isr:
             raise KafkaError(

@@ -80,9 +80,9 @@ async def serve_replica_fetch(manager: ReplicaManager, request: Any) -> dict[str
         for partition in watched:
             partition.watch_data(waiter)
         try:
-            await asyncio.wait_for(waiter, remaining)
-        except TimeoutError:
-            pass
+            # asyncio.wait, not wait_for: on 3.11 wait_for can swallow a cancellation
+            # that races the waiter, and the connection would outlive a shutdown
+            await asyncio.wait([waiter], timeout=remaining)
         finally:
             for partition in watched:
                 partition.unwatch_data(waiter)

@@ -252,9 +252,9 @@ class ReplicaManager:
             for partition in watched:
                 partition.watch(waiter)
             try:
-                await asyncio.wait_for(waiter, remaining)
-            except TimeoutError:
-                pass
+                # asyncio.wait, not wait_for: on 3.11 wait_for can swallow a
+                # cancellation that races the waiter (a shutdown would then hang)
+                await asyncio.wait([waiter], timeout=remaining)
             finally:
                 for partition in watched:
                     partition.unwatch(waiter)

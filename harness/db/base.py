@@ -122,15 +122,24 @@ class DaemonDB(ABC):
 
     def wait_ready(self, node: Node, timeout: float = 60.0) -> None:
         """Waits until the broker accepts TCP connections from the harness."""
+        self._wait_listening(node, self.port, timeout)
+
+    def wait_up(self, node: Node, nodes: list[Node], timeout: float = 60.0) -> None:
+        """Waits until a (re)started broker is up, which a fault may keep short of
+        serving clients (a cluster node cut off from its quorum): what a restart
+        during faults waits for. By default, the same as `wait_ready`."""
+        self.wait_ready(node, timeout)
+
+    def _wait_listening(self, node: Node, port: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                with socket.create_connection((node.address, self.port), timeout=1.0):
+                with socket.create_connection((node.address, port), timeout=1.0):
                     return
             except OSError as e:
                 if time.monotonic() > deadline:
                     raise BrokerNotReady(
-                        f"{node.name}: broker at {node.address}:{self.port} not accepting "
+                        f"{node.name}: broker at {node.address}:{port} not accepting "
                         f"connections after {timeout}s ({e}); see {stdout_file(node)}"
                     ) from None
                 if not process_state(node):
