@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from checkers.workloads.explain import EXPLAINERS as WORKLOAD_EXPLAINERS
+
 Case = dict[str, Any]
 
 
@@ -176,6 +178,7 @@ EXPLAINERS: dict[str, Callable[[Case], str]] = {
     "nonmonotonic-poll": _external,
     "nonmonotonic-send": nonmonotonic_send,
     "cycle-search-timeout": cycle_search_timeout,
+    **WORKLOAD_EXPLAINERS,
 }
 
 

@@ -16,7 +16,9 @@ of input records run as single-send transactions on the same clients.
 A copy is recorded as a ``txn`` op whose invocation is ``[["poll"]]`` and
 whose completion lists the poll and then one ``["send", k + n, [offset,
 value]]`` per record copied, so the queue checks (duplicates, G1a, lost
-writes...) apply to the output as they do to any send.
+writes...) apply to the output as they do to any send. Copy ops carry
+``output_shift: n``, from which the checker's ``eos-lost`` and
+``eos-duplicate`` (``checkers.workloads.eos``) pair inputs with outputs.
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ class EosOps(Generator):
         base = {"type": "invoke", "process": process, "time": ctx.time}
         send, rand = self.rand.chance(0.5)
         if not send:
-            return {**base, "f": "txn", "value": [["poll"]], "copy": True}, EosOps(
+            return {**copy_op(len(self.inputs)), **base}, EosOps(
                 self.inputs, rand, self.next_values
             )
         i, rand = rand.below(len(self.inputs))
@@ -148,13 +150,18 @@ class EosOps(Generator):
         return o, EosOps(self.inputs, rand, tuple(values))
 
 
+def copy_op(shift: int, **more: Any) -> OpDict:
+    """The fields of a copy op's invocation (input key ``k`` → ``k + shift``)."""
+    return {"f": "txn", "value": [["poll"]], "copy": True, "output_shift": shift, **more}
+
+
 class Drain(Generator):
     """One thread copies until a copy comes back ok with nothing to copy."""
 
-    __slots__ = ("done",)
+    __slots__ = ("done", "shift")
 
-    def __init__(self, done: bool = False) -> None:
-        self.done = done
+    def __init__(self, shift: int, done: bool = False) -> None:
+        self.shift, self.done = shift, done
 
     def op(self, test: Any, ctx: Context) -> OpResult:
         if self.done:
@@ -162,23 +169,15 @@ class Drain(Generator):
         process = ctx.some_free_process()
         if process is None:
             return PENDING
-        o = {
-            "type": "invoke",
-            "process": process,
-            "time": ctx.time,
-            "f": "txn",
-            "value": [["poll"]],
-            "copy": True,
-            "poll_ms": 1000,
-        }
-        return o, self
+        o = {"type": "invoke", "process": process, "time": ctx.time}
+        return {**o, **copy_op(self.shift, poll_ms=1000)}, self
 
     def update(self, test: Any, ctx: Context, event: OpDict) -> Generator | None:
         if event.get("type") == "ok" and event.get("copy"):
             first = (event.get("value") or [[]])[0]
             polled = first[1] if len(first) == 2 and isinstance(first[1], dict) else {}
             if not any(polled.values()):
-                return Drain(True)
+                return Drain(self.shift, True)
         return self
 
 
@@ -195,7 +194,9 @@ def generators(
     final = phases(
         on_clients(
             each_thread(
-                AssignNewProcesses(Drain(), lambda p: owned_keys(inputs, concurrency, p), "assign")
+                AssignNewProcesses(
+                    Drain(len(inputs)), lambda p: owned_keys(inputs, concurrency, p), "assign"
+                )
             )
         ),
         on_clients(final_polls(inputs + outputs, tracker)),

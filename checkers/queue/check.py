@@ -18,6 +18,7 @@ from checkers.queue import (
     version_order,
 )
 from checkers.spark.frames import Frames
+from checkers.workloads.finders import FINDERS as WORKLOAD_FINDERS
 
 Finder = Callable[[Frames], DataFrame]
 
@@ -35,6 +36,7 @@ FINDERS: dict[str, Finder] = {
     "nonmonotonic-send": poll_order.nonmonotonic_send,
     "int-send-skip": internal_order.int_send_skip,
     "int-nonmonotonic-send": internal_order.int_nonmonotonic_send,
+    **WORKLOAD_FINDERS,
 }
 
 

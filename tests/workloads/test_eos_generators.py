@@ -25,7 +25,8 @@ def test_main_phase_sends_inputs_and_copies() -> None:
     assert assigns == {0: [0, 3], 1: [1], 2: [2]}
     sends = [tuple(o["value"][0][1:]) for o in h if o["f"] == "send"]
     assert len(sends) == len(set(sends)) and {k for k, _ in sends} == {0, 1, 2, 3}
-    assert sum(bool(o.get("copy")) for o in h) > 50
+    copies = [o for o in h if o.get("copy")]
+    assert len(copies) > 50 and {o["output_shift"] for o in copies} == {4}
 
 
 def test_drain_stops_after_an_empty_copy() -> None:
@@ -34,5 +35,5 @@ def test_drain_stops_after_an_empty_copy() -> None:
     def complete(op: dict) -> dict:
         return {**op, "type": "ok", "value": [["poll", next(polls)]]}
 
-    h = invocations(simulate(g.on_clients(Drain()), concurrency=1, complete=complete))
-    assert len(h) == 3 and all(o["copy"] for o in h)
+    h = invocations(simulate(g.on_clients(Drain(4)), concurrency=1, complete=complete))
+    assert len(h) == 3 and all(o["copy"] and o["output_shift"] == 4 for o in h)

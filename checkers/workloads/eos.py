@@ -1,0 +1,108 @@
+"""Exactly-once copying, checked as Kafka's own EOS system test does.
+
+The ``eos`` workload copies input key ``k`` to output key ``k + n``; each
+copy op carries ``output_shift: n``, so input keys are those below ``n``.
+Its output must equal its input: every committed input record that a
+committed copy consumed (its offset at or below the highest input offset an
+OK copy polled) appears in the output (``eos-lost``), and no input record
+appears in the output at more than one offset (``eos-duplicate``). Output
+records are what OK read_committed polls returned, plus the sends of copies
+that must have committed.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from checkers.spark.frames import Frames, op_ref
+from checkers.workloads.extras import with_field
+
+SHOWN = 8
+
+
+def _copies(fr: Frames) -> DataFrame:
+    """(index, shift) of every completed copy op."""
+    return fr.shared(
+        "eos-copies",
+        lambda fr: with_field(fr, "output_shift", lambda c: c.cast("bigint")).select(
+            "index", F.col("output_shift").alias("shift")
+        ),
+    )
+
+
+def _shift(fr: Frames) -> int | None:
+    row = _copies(fr).agg(F.max("shift")).first()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def eos_lost(fr: Frames) -> DataFrame:
+    """Committed input records an OK copy consumed past but no OK poll of
+    the output key ever returned."""
+    shift = _shift(fr)
+    if shift is None:
+        return fr.mops.limit(0).select(F.col("key"))
+    ok_copies = _copies(fr).join(fr.ops.where(F.col("type") == "ok").select("index"), "index")
+    consumed = (
+        fr.reads.join(ok_copies, "index")
+        .where(F.col("key") < shift)
+        .groupBy("index", "key")
+        .agg(F.max("offset").alias("upto"))
+    )
+    committed = (
+        fr.writers.where(F.col("committed"))
+        .select("key", "value")
+        .unionByName(fr.ok_read_values)
+        .where(F.col("key") < shift)
+        .distinct()
+        .join(fr.value_index.select("key", "value", "offsets"), ["key", "value"])
+        .withColumn("offset", F.col("offsets")[0])
+    )
+    copied = fr.ok_read_values.select((F.col("key") - shift).alias("key"), "value").where(
+        F.col("key") >= 0
+    )
+    missing = committed.join(copied, ["key", "value"], "left_anti")
+    copiers = consumed.join(fr.ops.select("index", "process", "time", "type", "f"), "index")
+    return (
+        missing.join(copiers, "key")
+        .where(F.col("upto") >= F.col("offset"))
+        .groupBy("key", "value", "offset")
+        .agg(F.min(F.struct(op_ref().alias("op"), "upto")).alias("c"))
+        .join(fr.writers.select("key", "value", "writer"), ["key", "value"], "left")
+        .select(
+            "key",
+            "value",
+            "offset",
+            (F.col("key") + shift).alias("output_key"),
+            F.col("c.op").alias("op"),
+            F.col("c.upto").alias("consumed_upto"),
+            "writer",
+        )
+    )
+
+
+def eos_duplicate(fr: Frames) -> DataFrame:
+    """Input records that appear in the output at more than one offset."""
+    shift = _shift(fr)
+    if shift is None:
+        return fr.mops.limit(0).select(F.col("key"))
+    dup = fr.value_index.where((F.col("key") >= shift) & (F.size("offsets") > 1)).select(
+        "key", "value", "offsets"
+    )
+    sent = (
+        fr.sends.join(_copies(fr).select("index"), "index")
+        .join(dup.select("key", "value"), ["key", "value"])
+        .groupBy("key", "value")
+        .agg(
+            F.slice(
+                F.sort_array(F.collect_list(F.struct("offset", op_ref().alias("op")))), 1, SHOWN
+            ).alias("copies")
+        )
+    )
+    return dup.join(sent, ["key", "value"], "left").select(
+        "key",
+        (F.col("key") - shift).alias("input_key"),
+        "value",
+        "offsets",
+        F.coalesce("copies", F.array()).alias("copies"),
+    )
