@@ -146,11 +146,17 @@ def control_batch(
 
 def control_type(batch: bytes) -> int:
     """The marker type (``CONTROL_COMMIT``/``CONTROL_ABORT``) of a control batch."""
+    return control_record(batch)[0]
+
+
+def control_record(batch: bytes) -> tuple[int, int]:
+    """``(marker type, coordinator epoch)`` of a control batch (-1: no epoch given)."""
     for record in DefaultRecordBatch(bytes(batch)):
-        key = record.key
+        key, value = record.key, record.value
         if key is None or len(key) < 4:
             raise CorruptBatch("control record without a valid key")
-        return struct.unpack_from(">hh", key)[1]
+        epoch = struct.unpack_from(">hi", value)[1] if value is not None and len(value) >= 6 else -1
+        return struct.unpack_from(">hh", key)[1], epoch
     raise CorruptBatch("control batch without records")
 
 

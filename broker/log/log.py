@@ -22,7 +22,7 @@ from broker.log.batch import (
     BatchHeader,
     CorruptBatch,
     control_batch,
-    control_type,
+    control_record,
     first_offset_at_or_after,
     iter_batches,
     stamp,
@@ -131,8 +131,8 @@ class Log:
             state.producers.clear()
             state.map_end_offset = self.log_start_offset
         for segment, pos, header in self._headers_from(state.map_end_offset):
-            kind = control_type(segment.read_at(pos, header.size)) if header.is_control else None
-            self._apply(header, kind, segment)
+            raw = segment.read_at(pos, header.size) if header.is_control else b""
+            self._apply_stored(header, raw, segment)
 
     def _headers_from(self, offset: int):
         for segment in self.segments[self._segment_index(offset) :]:
@@ -215,8 +215,7 @@ class Log:
         segment = self._segment_for(len(data))
         segment.append(data, batches)
         for pos, header in batches:
-            raw = data[pos : pos + header.size]
-            self._apply(header, control_type(raw) if header.is_control else None, segment)
+            self._apply_stored(header, data[pos : pos + header.size], segment)
         self._unflushed_messages += sum(h.record_count for _, h in batches)
         self._flush_if_due()
 
@@ -252,6 +251,18 @@ class Log:
         completed = self.producer_state.update(header, kind)
         if completed is not None and completed.aborted:
             segment.txn_index.append(self._aborted_entry(completed))
+
+    def _apply_stored(self, header: BatchHeader, raw: bytes, segment: LogSegment) -> None:
+        """A batch read back or copied from the leader. A marker also records the
+        coordinator epoch that wrote it, so a replica that becomes leader refuses a
+        deposed coordinator's late markers (TRANSACTION_COORDINATOR_FENCED)."""
+        if not header.is_control:
+            self._apply(header, None, segment)
+            return
+        kind, coordinator_epoch = control_record(raw)
+        self._apply(header, kind, segment)
+        if header.has_producer_id:
+            self.producer_state.set_coordinator_epoch(header.producer_id, coordinator_epoch)
 
     def _aborted_entry(self, txn: CompletedTxn) -> AbortedTxn:
         unstable = self.producer_state.first_unstable_offset()
