@@ -54,6 +54,7 @@ class ReplicatedPartition(Partition):
         self._data_waiters: set[asyncio.Future[None]] = set()
         self.deposed = False  # led an earlier epoch, another replica leads now
         self._reset_followers()
+        self.maybe_advance_hw()  # a leader without followers is its own ISR
 
     @property
     def is_leader(self) -> bool:
