@@ -88,6 +88,10 @@ class TransactionCoordinator:
         """After loading, finish every transaction the log shows as decided."""
         for md in shard.transactions.values():
             if md.state.is_prepare:
+                log.info(
+                    "%s-%d: rolling %s forward from %s",
+                    TRANSACTION_TOPIC, shard.partition, md.transactional_id, md.state.kafka_name,
+                )  # fmt: skip
                 shard.spawn(self._complete(shard, md))
 
     # ---- InitProducerId -----------------------------------------------------------
