@@ -11,10 +11,10 @@ that reads everything back. ``test_data`` goes into the run's ``test.json``.
 * ``idempotence`` — batches of sends from idempotent producers, with polls,
   and no transactions: duplicates or reorders show a broken dedup;
 * ``eos`` — a consume-transform-produce copier (see ``workloads.eos``);
-* ``group`` — consumer-group churn: every consumer subscribes (and often
-  re-subscribes to random topics), commits what it polled, and records each
-  commit (``commit``: offsets, member, outcome) and each rebalance
-  (``rebalance_log``), the data the group checks need.
+* ``group`` — consumer-group churn (see ``workloads.group``): every consumer
+  subscribes (and now and then re-subscribes to random topics), commits what
+  it polled, and records each commit (``commit``: offsets, member, outcome)
+  and each rebalance (``rebalance_log``), the data the group checks need.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 from harness.generator import GenLike, Rand, any_, on_clients, repeat, stagger
 from harness.spec import SpecError, TestSpec
 from workloads import eos
+from workloads import group as group_ops
 from workloads.client import ClientConfig, QueueClient
 from workloads.generators import (
     AssignNewProcesses,
@@ -36,7 +37,6 @@ from workloads.generators import (
 from workloads.keys import all_keys, key_map
 
 SUPPORTED = ("queue", "txn", "idempotence", "group", "eos")
-GROUP_CHURN_P = 1 / 8  # least chance per op that a group member re-subscribes
 CRASH_INTERVAL_S = 10.0  # mean time between client crashes (--crash-clients)
 
 
@@ -74,21 +74,20 @@ def build(spec: TestSpec, bootstrap: str) -> Workload:
         replication_factor=spec.replication_factor,
         txn_id_prefix=f"jepka-{spec.test_name}-{spec.seed}",
     )
-    max_len = 1 if spec.workload in ("queue", "group") else spec.max_txn_length
-    group = spec.workload == "group"
-    sub_via = ("subscribe",) if group else spec.sub_via
-    sub_p = max(spec.sub_p, GROUP_CHURN_P) if group else spec.sub_p
-    ops = QueueOps(
-        tuple(keys),
-        Rand.derive(spec.seed, f"{spec.workload}/ops"),
-        max_len=max_len,
-        txn=txn,
-        abort_p=spec.abort_p if txn else 0.0,
-        sub_p=sub_p,
-        sub_via=sub_via,
-    )
     tracker = OffsetTracker()
-    main: GenLike = track_offsets(AssignNewProcesses(ops, keys, sub_via[0]), tracker)
+    if spec.workload == "group":
+        main: GenLike = group_ops.generator(keys, spec.seed, spec.sub_p, tracker)
+    else:
+        ops = QueueOps(
+            tuple(keys),
+            Rand.derive(spec.seed, f"{spec.workload}/ops"),
+            max_len=1 if spec.workload == "queue" else spec.max_txn_length,
+            txn=txn,
+            abort_p=spec.abort_p if txn else 0.0,
+            sub_p=spec.sub_p,
+            sub_via=spec.sub_via,
+        )
+        main = track_offsets(AssignNewProcesses(ops, keys, spec.sub_via[0]), tracker)
     if spec.crash_clients:
         crashes = stagger(CRASH_INTERVAL_S, repeat({"f": "crash"}), Rand.derive(spec.seed, "crash"))
         main = any_(main, crashes)
