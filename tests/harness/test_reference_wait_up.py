@@ -1,0 +1,50 @@
+"""What a restart during faults waits for: a reference cluster node is up once its
+controller listener accepts (it opens its client port only after reaching its
+quorum, which another fault may keep away); a single broker once its client port
+accepts."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.backends.base import Node
+from harness.db.base import BrokerNotReady, pidfile
+from harness.db.reference import ReferenceBroker
+from tests.harness.test_runner_cluster import LocalShell
+
+
+@pytest.fixture
+def controller_listener() -> Iterator[int]:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield server.getsockname()[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_cluster_node_is_up_on_its_controller_listener_before_it_serves(
+    tmp_path: Path, controller_listener: int
+) -> None:
+    nodes = [
+        Node(f"n{i}", "127.0.0.1", LocalShell(f"jk-w-n{i}"), str(tmp_path / f"n{i}"), i)
+        for i in (1, 2)
+    ]
+    for node in nodes:
+        Path(node.root).mkdir()
+        Path(pidfile(node)).write_text(f"{os.getpid()}\n")  # a live process
+    db = ReferenceBroker(["jepka", "broker"], port=free_port(), controller_port=controller_listener)
+    db.wait_up(nodes[0], nodes, timeout=10)  # the client port is still closed
+    with pytest.raises(BrokerNotReady, match="not accepting connections"):
+        db.wait_ready(nodes[0], timeout=0.5)
+    with pytest.raises(BrokerNotReady, match="not accepting connections"):
+        db.wait_up(nodes[0], nodes[:1], timeout=0.5)  # a single broker: its client port
