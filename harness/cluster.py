@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import socket
 import sys
@@ -268,6 +269,10 @@ class Cluster:
         registry = Registry(store, spec.name)
         if registry.load() is not None:
             cls.attach(spec.name, store).down()
+        if spec.backend == "local" and not spec.node_root:
+            # a new cluster starts empty: the data of an earlier one of the same name
+            # (kept after its run for inspection) would come back as its topics
+            shutil.rmtree(Path(store) / "clusters" / spec.name, ignore_errors=True)
         owner = process_identity(os.getpid()) if owned else None
         registry.save({"spec": spec.to_json(), "state": {}, "faults": [], "owner": owner})
         cluster = cls(spec, store, {})
