@@ -10,7 +10,8 @@ The matrix file (YAML)::
       seed: [1, 2]
     expect: valid                 # matrix cases' expected verdict(s) (default: valid)
     cases:                        # extra cases, e.g. broker bugs that must be detected
-      - {name: lost-acks, bug: [SOME-BUG], nemesis: kill, seed: 1, expect: invalid}
+      - {name: lost-acks, bug: [SOME-BUG], nemesis: kill, seed: 1, expect: invalid,
+         anomalies: [lost-write]}   # kinds an invalid verdict must include
 
 Each case runs ``--repeat`` times on the same seed. A case is *pass* when
 every attempt's verdict was expected, *fail* when none was, and *flaky* when
@@ -96,8 +97,9 @@ def load_matrix(path: Path) -> tuple[str, list[tuple[str, dict[str, Any], list[s
     if dup:
         raise UsageError(f"{path}: case names repeat: {', '.join(dup)}")
     for name, settings, _ in cases:  # every case must resolve before any runs
+        _anomalies(settings, f"{path} case {name}")
         try:
-            resolve({**base, **settings}, None, f"{path} case {name}")
+            resolve({**base, **settings_only(settings)}, None, f"{path} case {name}")
         except SpecError as e:
             raise UsageError(str(e)) from None
     return str(doc.get("name") or path.stem), [(n, {**base, **s}, e) for n, s, e in cases]
@@ -118,6 +120,19 @@ def _expect(v: Any, where: str) -> list[str]:
     return out
 
 
+def settings_only(case: dict[str, Any]) -> dict[str, Any]:
+    """A case's ``jepka test`` settings: without ``anomalies``, the kinds its
+    invalid verdict must include."""
+    return {k: v for k, v in case.items() if k != "anomalies"}
+
+
+def _anomalies(case: dict[str, Any], where: str) -> list[str]:
+    kinds = case.get("anomalies", [])
+    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+        raise UsageError(f"{where}: anomalies must be a list of anomaly kinds, got {kinds!r}")
+    return kinds
+
+
 def _case_name(settings: dict[str, Any]) -> str:
     def show(v: Any) -> str:
         return "+".join(map(str, v)) if isinstance(v, list) else str(v).replace(",", "+")
@@ -134,15 +149,17 @@ def run_case(name: str, settings: dict[str, Any], store: str | None) -> Any:
     overrides = {"name": name, "store": store}
     t0 = time.monotonic()
     try:
-        result = run_test(resolve(settings, overrides, name))
+        result = run_test(resolve(settings_only(settings), overrides, name))
     except Exception as e:  # a crashed run is a verdict the suite reports, not a stop
         return Attempt("crashed", error=f"{type(e).__name__}: {e}", seconds=time.monotonic() - t0)
     results = result.results
     verdict = VERDICT_OF.get(results.get("valid"), "unknown")
     counts = {k: len(v or ()) for k, v in (results.get("anomalies") or {}).items()}
-    return Attempt(
-        verdict, str(result.run_dir.path), counts, results.get("error"), time.monotonic() - t0
-    )
+    error = results.get("error")
+    missing = [k for k in _anomalies(settings, name) if k not in counts]
+    if verdict == "invalid" and missing:  # invalid for another reason: not what was expected
+        verdict, error = "unknown", f"invalid, but without {', '.join(missing)}"
+    return Attempt(verdict, str(result.run_dir.path), counts, error, time.monotonic() - t0)
 
 
 def run(args: argparse.Namespace) -> int:
