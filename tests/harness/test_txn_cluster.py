@@ -54,8 +54,8 @@ def test_txn_on_a_replicated_cluster_is_valid(
     ops = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
     faults = [o for o in ops if o["process"] == "nemesis" and o["f"] == fault]
     assert faults, f"no {fault} in the history"
-    committed = [o for o in ops if o["f"] == "txn" and o["type"] == "ok"]
-    assert len(committed) >= 10, f"only {len(committed)} transactions committed"
+    committed = [o["time"] for o in ops if o["f"] == "txn" and o["type"] == "ok"]
+    assert any(t > faults[0]["time"] for t in committed), "no transaction committed after a fault"
 
     # Producer ids from the controller: every block granted once, across all nodes.
     blocks = []
