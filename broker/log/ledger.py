@@ -45,20 +45,25 @@ class FsyncLedger:
             os.close(fd)
 
     def write_atomically(self, path: Path, data: bytes) -> None:
-        """Replaces ``path`` with ``data`` durably: temp file, fsync, rename, fsync dir."""
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
+        """Replaces ``path`` with ``data`` durably, then records it."""
+        write_atomically(path, data)
         self.record(path, len(data))
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replaces ``path`` with ``data`` durably: temp file, fsync, rename, fsync dir."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
 
 
 def fsync_dir(path: Path) -> None:

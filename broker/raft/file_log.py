@@ -21,6 +21,7 @@ import struct
 import zlib
 from pathlib import Path
 
+from broker.log.ledger import FsyncLedger, fsync_dir, write_atomically
 from broker.raft.memory_log import MemoryLog
 from broker.raft.protocols import EntryKind, LogCorruptError, LogEntry, OffsetAndEpoch, Snapshot
 
@@ -31,35 +32,25 @@ _BODY = struct.Struct(">qiB")
 _SNAPSHOT_SUFFIX = ".snapshot"
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def encode_entry(entry: LogEntry) -> bytes:
     body = _BODY.pack(entry.offset, entry.epoch, int(entry.kind)) + entry.data
     return _HEADER.pack(len(body), zlib.crc32(body)) + body
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write to a temporary file, fsync, rename over ``path`` and fsync the directory."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
 class FileLog(MemoryLog):
-    def __init__(self, directory: str | os.PathLike[str], segment_bytes: int = 1 << 20) -> None:
+    """With a ``ledger``, every fsync is recorded there, so a power-loss fault keeps
+    exactly what Raft made durable (votes and entries it acknowledged)."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        segment_bytes: int = 1 << 20,
+        ledger: FsyncLedger | None = None,
+    ) -> None:
         super().__init__()
         self.directory = Path(directory)
         self.segment_bytes = segment_bytes
+        self.ledger = ledger
         self._snapshot_dir = self.directory / "snapshots"
         self._snapshot_dir.mkdir(parents=True, exist_ok=True)
         # segment base offset -> file size; and for each entry, (segment base, position).
@@ -97,7 +88,7 @@ class FileLog(MemoryLog):
                 log.warning("%s: truncating torn tail at byte %d", path, position)
                 with open(path, "r+b") as f:
                     f.truncate(position)
-                    os.fsync(f.fileno())
+                    self._fsync(f.fileno(), path)
                 break
             self._adopt(entry, base, position, path)
             position += size
@@ -130,6 +121,12 @@ class FileLog(MemoryLog):
         return LogEntry(offset, epoch, body[_BODY.size :], entry_kind), _HEADER.size + length
 
     # -- persistence hooks ---------------------------------------------------------------
+    def _fsync(self, fd: int, path: Path) -> None:
+        if self.ledger is not None:
+            self.ledger.fsync_fd(fd, path)
+        else:
+            os.fsync(fd)
+
     def _segment_path(self, base: int) -> Path:
         return self.directory / f"{base:020d}.log"
 
@@ -139,13 +136,13 @@ class FileLog(MemoryLog):
             base = entries[0].offset
             self._segments[base] = 0
             self._segment_path(base).touch()
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
         frames = [encode_entry(e) for e in entries]
         position = self._segments[base]
         with open(self._segment_path(base), "ab") as f:
             f.write(b"".join(frames))
             f.flush()
-            os.fsync(f.fileno())
+            self._fsync(f.fileno(), self._segment_path(base))
         for frame in frames:
             self._positions.append((base, position))
             position += len(frame)
@@ -162,7 +159,7 @@ class FileLog(MemoryLog):
             del self._segments[base]
         with open(self._segment_path(cut_base), "r+b") as f:
             f.truncate(cut_position)
-            os.fsync(f.fileno())
+            self._fsync(f.fileno(), self._segment_path(cut_base))
         self._segments[cut_base] = cut_position
         del self._positions[keep:]
 
@@ -170,7 +167,10 @@ class FileLog(MemoryLog):
         sid = snapshot.snapshot_id
         name = f"{sid.offset:020d}-{sid.epoch:010d}{_SNAPSHOT_SUFFIX}"
         payload = struct.pack(">I", zlib.crc32(snapshot.data)) + snapshot.data
-        write_atomically(self._snapshot_dir / name, payload)
+        if self.ledger is not None:
+            self.ledger.write_atomically(self._snapshot_dir / name, payload)
+        else:
+            write_atomically(self._snapshot_dir / name, payload)
         for old in self._snapshot_dir.glob("*" + _SNAPSHOT_SUFFIX):
             if old.name != name:
                 old.unlink()

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from broker.raft.file_log import write_atomically
+from broker.log.ledger import FsyncLedger, write_atomically
 from broker.raft.protocols import ElectionState
 
 
@@ -16,8 +16,11 @@ class QuorumStateCorruptError(Exception):
 
 
 class FileQuorumStateStore:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    """With a ``ledger``, each durable write is recorded there (see ``FileLog``)."""
+
+    def __init__(self, path: str | os.PathLike[str], ledger: FsyncLedger | None = None) -> None:
         self.path = Path(path)
+        self.ledger = ledger
 
     def read(self) -> ElectionState | None:
         if not self.path.exists():
@@ -35,7 +38,11 @@ class FileQuorumStateStore:
     def write(self, state: ElectionState) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         record = {"epoch": state.epoch, "voted_for": state.voted_for, "leader_id": state.leader_id}
-        write_atomically(self.path, json.dumps(record).encode())
+        data = json.dumps(record).encode()
+        if self.ledger is not None:
+            self.ledger.write_atomically(self.path, data)
+        else:
+            write_atomically(self.path, data)
 
 
 class MemoryQuorumStateStore:

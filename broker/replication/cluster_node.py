@@ -22,7 +22,6 @@ from broker.controller import requests as c
 from broker.controller.quorum_controller import QuorumController
 from broker.coordinator.service import INTERNAL_TOPIC_CONFIGS
 from broker.coordinator.txn.producer_id_blocks import handle_allocate_producer_ids
-from broker.coordinator.txn.producer_id_blocks import handle_allocate_producer_ids
 from broker.raft.client import RaftClient, RaftConfig
 from broker.raft.driver import MonotonicClock, RaftDriver
 from broker.raft.file_log import FileLog
@@ -91,8 +90,8 @@ class ClusterNode:
         self.raft = RaftClient(
             self.node_id,
             frozenset(self.voters),
-            FileLog(config.data_dir / METADATA_DIR),
-            FileQuorumStateStore(config.data_dir / "quorum-state"),
+            FileLog(config.data_dir / METADATA_DIR, ledger=broker.ledger),
+            FileQuorumStateStore(config.data_dir / "quorum-state", broker.ledger),
             self.transport,
             clock,
             rng,
@@ -126,7 +125,6 @@ class ClusterNode:
             19: lambda r: apis.handle_create_topics(ctl, r),
             56: lambda r: apis.handle_alter_partition(ctl, r),
             20: lambda r: apis.handle_delete_topics(ctl, r),
-            67: lambda r: handle_allocate_producer_ids(ctl, r),
             67: lambda r: handle_allocate_producer_ids(ctl, r),
         }
 

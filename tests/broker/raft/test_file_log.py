@@ -169,3 +169,26 @@ def test_quorum_store_round_trip_and_bad_file(tmp_path: Path) -> None:
     (tmp_path / "quorum-state").write_text("{not json")
     with pytest.raises(QuorumStateCorruptError, match="quorum-state: not a quorum state file"):
         store.read()
+
+
+def test_fsyncs_are_recorded_in_the_ledger_so_a_power_loss_keeps_them(tmp_path: Path) -> None:
+    """A lose-unfsynced fault truncates every file to its ledger size: Raft's
+    fsynced entries and votes must be in the ledger, or the fault would erase
+    acknowledged metadata and a cast vote (and the node would not restart)."""
+    from broker.log.ledger import FsyncLedger, read_ledger
+
+    ledger = FsyncLedger(tmp_path)
+    log = FileLog(tmp_path / "meta", 200, ledger=ledger)
+    for i in range(12):  # enough to roll segments
+        log.append_as_leader([f"r{i}".encode()], 1, EntryKind.DATA)
+    store = FileQuorumStateStore(tmp_path / "quorum-state", ledger)
+    store.write(ElectionState(epoch=3, voted_for=2, leader_id=None))
+    sizes = read_ledger(tmp_path)
+    segments = sorted((tmp_path / "meta").glob("*.log"))
+    assert len(segments) > 1
+    for segment in segments:
+        assert sizes[segment.relative_to(tmp_path).as_posix()] == segment.stat().st_size
+    assert sizes["quorum-state"] == (tmp_path / "quorum-state").stat().st_size
+    log.truncate_to(5)
+    kept = sorted((tmp_path / "meta").glob("*.log"))[-1]
+    assert read_ledger(tmp_path)[kept.relative_to(tmp_path).as_posix()] == kept.stat().st_size
