@@ -25,35 +25,60 @@ from checkers.queue.unseen import unseen_series
 from checkers.result import UNKNOWN, build_result
 from checkers.spark.frames import Frames
 from checkers.spark.session import start_in_background, tune_for_size
+from checkers.spark.timeline import Timeline
 
 CAP = 64  # instances kept per kind; exact counts stay in stats
 CYCLE_TIMEOUT_S = 60.0
 
 
 class _Timer:
+    """Wall time per phase, and how many Spark jobs each phase ran (every job
+    pays a fixed cost in scheduling and planning, so the count is worth
+    watching)."""
+
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
+        self.jobs: dict[str, int] = {}
+        self.spark: SparkSession | None = None
 
     @contextmanager
     def __call__(self, name: str) -> Iterator[None]:
         t0 = time.perf_counter()
+        sc = self.spark.sparkContext if self.spark is not None else None
+        if sc is not None:
+            sc.setJobGroup(name, name)
         try:
             yield
         finally:
             self.timings[name] = round(time.perf_counter() - t0, 3)
+            if sc is not None:
+                self.jobs[name] = len(sc.statusTracker().getJobIdsForGroup(name))
+                sc.setJobGroup("", "")
 
 
-def _op_stats(fr: Frames) -> dict[str, Any]:
-    rows = fr.ops.groupBy("f", "type").count().collect()
+def _op_stats(fr: Frames) -> tuple[dict[str, Any], Timeline | None]:
+    """Op counts by function and type, distinct keys, and the history's time
+    axis for the figures."""
+    rows = (
+        fr.ops.groupBy("f", "type")
+        .agg(F.count("*").alias("n"), F.min("time").alias("lo"), F.max("time").alias("hi"))
+        .collect()
+    )
     by_f: dict[str, dict[str, int]] = {}
     for r in rows:
-        by_f.setdefault(r["f"], {})[r["type"]] = int(r["count"])
+        by_f.setdefault(r["f"], {})[r["type"]] = int(r["n"])
     keys = fr.mops.agg(F.countDistinct("key")).first()
-    return {
+    timeline = (
+        Timeline.over(min(int(r["lo"]) for r in rows), max(int(r["hi"]) for r in rows))
+        if rows
+        else None
+    )
+    stats = {
         "ops": sum(sum(v.values()) for v in by_f.values()),
         "ops_by_f": by_f,
         "keys": int(keys[0]) if keys else 0,
     }
+    return stats, timeline
 
 
 def check(
@@ -81,11 +106,12 @@ def check(
         with timer("spark_start"):
             spark = starting.result()
     tune_for_size(spark, loaded.rows)
+    timer.spark = spark
     with as_dataframe(spark, loaded) as raw:
         fr = Frames(raw)
         try:
             with timer("load"):
-                stats = _op_stats(fr)
+                stats, timeline = _op_stats(fr)
             with timer("cases"):
                 cases, counts = find_cases(fr, cap)
             with timer("edges"):
@@ -96,8 +122,8 @@ def check(
                 graph = build_graph(ops, ww, wr)
                 cycles = find_cycles(graph, ww_deps=ww_deps, timeout_s=cycle_timeout_s)
             with timer("figures"):
-                stats["unseen_series"] = unseen_series(fr)
-                stats["realtime_lag"] = realtime_lag(fr)
+                stats["unseen_series"] = unseen_series(fr, timeline)
+                stats["realtime_lag"] = realtime_lag(fr, timeline)
         finally:
             fr.unpersist()
     stats["graph"] = {
@@ -105,6 +131,7 @@ def check(
         "edges": len(graph.src),
         "components": dict(cycles.counts),
     }
+    stats["spark_jobs"] = timer.jobs
     timer.timings["total"] = round(time.perf_counter() - t0, 3)
     result = build_result(
         cases, counts, cycles, ww_deps=ww_deps, cap=cap, stats=stats, timings=timer.timings

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
-from checkers.history import FLAT_SCHEMA, HistoryError, read_flat
+from checkers.history import FLAT_SCHEMA, HistoryError, check_parquet, read_flat
 from checkers.history.formats import resolve_format
 
 HISTORY_NAMES = ("history.parquet", "history.jsonl", "history.edn")
@@ -45,8 +45,8 @@ def history_file(path: str | os.PathLike[str]) -> Path:
 
 @dataclass
 class Loaded:
-    """A checked history: a flat table (and the Parquet file it came from, if
-    any), or a DataFrame the caller vouches for."""
+    """A checked history: a flat table, a checked Parquet file Spark reads
+    directly, or a DataFrame the caller vouches for."""
 
     table: pa.Table | None = None
     parquet: str | None = None
@@ -54,7 +54,11 @@ class Loaded:
 
     @property
     def rows(self) -> int | None:
-        return self.table.num_rows if self.table is not None else None
+        if self.table is not None:
+            return self.table.num_rows
+        if self.parquet is not None:
+            return pq.ParquetFile(self.parquet).metadata.num_rows
+        return None
 
 
 def read_source(source: Source, fmt: str = "auto") -> Loaded:
@@ -64,7 +68,12 @@ def read_source(source: Source, fmt: str = "auto") -> Loaded:
         return Loaded(table=source)
     path = history_file(source)
     kind = resolve_format(str(path), fmt)
-    return Loaded(read_flat(str(path), kind), str(path) if kind == "parquet" else None)
+    if kind == "parquet":
+        # Checked without loading it: Spark scans the file itself, so the
+        # driver never holds a 10M-op history.
+        check_parquet(str(path))
+        return Loaded(parquet=str(path))
+    return Loaded(read_flat(str(path), kind))
 
 
 @contextmanager
@@ -75,10 +84,11 @@ def as_dataframe(spark: SparkSession, loaded: Loaded) -> Iterator[DataFrame]:
     if loaded.frame is not None:
         yield loaded.frame
         return
+    if loaded.parquet is not None:
+        yield spark.read.parquet(loaded.parquet)
+        return
     assert loaded.table is not None
     with tempfile.TemporaryDirectory(prefix="jepka-check-") as tmp:
-        path = loaded.parquet
-        if path is None:
-            path = os.path.join(tmp, "history.parquet")
-            pq.write_table(loaded.table.cast(FLAT_SCHEMA), path, compression="snappy")
+        path = os.path.join(tmp, "history.parquet")
+        pq.write_table(loaded.table.cast(FLAT_SCHEMA), path, compression="snappy")
         yield spark.read.parquet(path)

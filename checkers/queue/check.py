@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
@@ -61,29 +62,29 @@ def _tagged(kind: str, cases: DataFrame) -> DataFrame:
 def find_cases(
     fr: Frames, cap: int
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
-    """Runs every finder, one small Spark job each (cheaper to plan than one
-    union of all); returns up to ``cap`` instances per kind (instances not
-    covered by an allowance first) and exact counts ``{kind: {"total", "allowed"}}``."""
+    """Runs every finder in one Spark job (their findings unioned, capped per
+    kind and collected once: each separate action would pay Spark's fixed
+    cost per job and re-plan the shared frames); returns up to ``cap``
+    instances per kind (instances not covered by an allowance first) and exact
+    counts ``{kind: {"total", "allowed"}}``."""
+    tagged = [_tagged(kind, finder(fr)) for kind, finder in FINDERS.items()]
+    per_kind = Window.partitionBy("kind")
+    rows = (
+        reduce(DataFrame.unionByName, tagged)
+        .select(
+            "*",
+            F.count("*").over(per_kind).alias("total"),
+            F.sum(F.col("allowed").cast("int")).over(per_kind).alias("n_allowed"),
+            F.row_number().over(per_kind.orderBy("allowed", "order", "case")).alias("n"),
+        )
+        .where(F.col("n") <= cap)
+        .collect()
+    )
     cases: dict[str, list[dict[str, Any]]] = {}
     counts: dict[str, dict[str, int]] = {}
-    everything = Window.partitionBy(F.lit(0))
-    for kind, finder in FINDERS.items():
-        tagged = _tagged(kind, finder(fr))
-        rows = (
-            tagged.select(
-                "*",
-                F.count("*").over(everything).alias("total"),
-                F.sum(F.col("allowed").cast("int")).over(everything).alias("n_allowed"),
-                F.row_number().over(everything.orderBy("allowed", "order", "case")).alias("n"),
-            )
-            .where(F.col("n") <= cap)
-            .orderBy("n")
-            .collect()
-        )
-        if not rows:
-            continue
-        counts[kind] = {"total": int(rows[0]["total"]), "allowed": int(rows[0]["n_allowed"])}
-        cases[kind] = [
-            {**json.loads(r["case"]), **({"allowed": True} if r["allowed"] else {})} for r in rows
-        ]
+    for r in sorted(rows, key=lambda r: (r["kind"], r["n"])):
+        kind = r["kind"]
+        counts[kind] = {"total": int(r["total"]), "allowed": int(r["n_allowed"])}
+        case = json.loads(r["case"])
+        cases.setdefault(kind, []).append({**case, **({"allowed": True} if r["allowed"] else {})})
     return cases, counts

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.spark.frames import Frames
+from checkers.spark.timeline import Timeline
 
 
 def _expired(fr: Frames) -> DataFrame:
@@ -78,37 +79,43 @@ def lag_frame(fr: Frames) -> DataFrame:
     )
 
 
-def realtime_lag(fr: Frames, buckets: int = 200) -> dict[str, Any]:
-    """Worst lag overall, per key and per process, and the worst per time bucket."""
-    lags = lag_frame(fr).cache()
-    try:
-        worst = lags.orderBy(F.desc("lag"), "index").first()
-        if worst is None:
-            return {"worst": None, "by_key": {}, "by_process": {}, "series": []}
-        by_key = {str(r[0]): int(r[1]) for r in lags.groupBy("key").agg(F.max("lag")).collect()}
-        by_proc = {
-            str(r[0]): int(r[1]) for r in lags.groupBy("process").agg(F.max("lag")).collect()
-        }
-        span = lags.agg(F.min("time"), F.max("time")).first()
-        lo, hi = int(span[0]), int(span[1])
-        width = max(1, (hi - lo) // buckets + 1)
-        series = [
-            {"time": lo + (int(r[0]) + 1) * width, "lag": int(r[1])}
-            for r in lags.groupBy(((F.col("time") - lo) / width).cast("long").alias("b"))
-            .agg(F.max("lag"))
-            .orderBy("b")
-            .collect()
-        ]
-        return {
-            "worst": {
-                "lag": int(worst["lag"]),
-                "op": {"index": int(worst["index"]), "process": worst["process"]},
-                "key": int(worst["key"]),
-                "time": int(worst["time"]),
-            },
-            "by_key": by_key,
-            "by_process": by_proc,
-            "series": series,
-        }
-    finally:
-        lags.unpersist()
+# grouping_id() of each grouping set over (key, process, b): 1 bits are the
+# columns a set leaves out.
+BY_KEY, BY_PROCESS, BY_BUCKET, OVERALL = 0b011, 0b101, 0b110, 0b111
+
+
+def realtime_lag(fr: Frames, timeline: Timeline | None) -> dict[str, Any]:
+    """Worst lag overall, per key, per process and per bucket of ``timeline``,
+    all from one aggregation (one Spark job)."""
+    empty: dict[str, Any] = {"worst": None, "by_key": {}, "by_process": {}, "series": []}
+    if timeline is None:
+        return empty
+    lags = lag_frame(fr).withColumn("b", timeline.bucket("time"))
+    # Highest lag first, then the earliest op.
+    worst = F.max(F.struct("lag", (-F.col("index")).alias("neg_index"), "process", "key", "time"))
+    rows = (
+        lags.groupingSets([["key"], ["process"], ["b"], []], "key", "process", "b")
+        .agg(F.max("lag").alias("lag"), worst.alias("worst"), F.grouping_id().alias("g"))
+        .collect()
+    )
+    by_set: dict[int, list[Any]] = {}
+    for r in rows:
+        by_set.setdefault(int(r["g"]), []).append(r)
+    overall = [r for r in by_set.get(OVERALL, []) if r["worst"] is not None]
+    if not overall:
+        return empty
+    w = overall[0]["worst"]
+    return {
+        "worst": {
+            "lag": int(w["lag"]),
+            "op": {"index": -int(w["neg_index"]), "process": w["process"]},
+            "key": int(w["key"]),
+            "time": int(w["time"]),
+        },
+        "by_key": {str(r["key"]): int(r["lag"]) for r in by_set.get(BY_KEY, [])},
+        "by_process": {str(r["process"]): int(r["lag"]) for r in by_set.get(BY_PROCESS, [])},
+        "series": [
+            {"time": timeline.end(int(r["b"])), "lag": int(r["lag"])}
+            for r in sorted(by_set.get(BY_BUCKET, []), key=lambda r: r["b"])
+        ],
+    }

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.spark.frames import Frames, op_ref
+from checkers.spark.timeline import Timeline
 
 SHOWN = 8
 
@@ -35,13 +36,16 @@ def unseen(fr: Frames) -> DataFrame:
     )
 
 
-def unseen_series(fr: Frames, buckets: int = 200) -> list[dict[str, Any]]:
+def unseen_series(fr: Frames, timeline: Timeline | None) -> list[dict[str, Any]]:
     """How many acknowledged messages per key were not yet polled, over time:
-    ``[{"time": ns, "unseen": {key: count}}, ...]`` at most ``buckets`` points.
+    ``[{"time": ns, "unseen": {key: count}}, ...]`` one point per bucket of
+    ``timeline`` (``None``: an empty history).
 
     A message counts from its send's completion until the first OK poll that
     returned it completes (not at all if that poll came first).
     """
+    if timeline is None:
+        return []
     sends = _ok_sends(fr).select("key", "value", F.col("time").alias("sent"))
     seen = (
         fr.reads.where(F.col("type") == "ok")
@@ -51,18 +55,11 @@ def unseen_series(fr: Frames, buckets: int = 200) -> list[dict[str, Any]]:
     life = sends.join(seen, ["key", "value"], "left").where(
         F.col("seen").isNull() | (F.col("seen") > F.col("sent"))
     )
-    span = fr.ops.agg(F.min("time").alias("lo"), F.max("time").alias("hi")).first()
-    if span is None or span["lo"] is None:
-        return []
-    lo, hi = int(span["lo"]), int(span["hi"])
-    width = max(1, (hi - lo) // buckets + 1)
-
-    def bucket(c: str) -> F.Column:
-        return ((F.col(c) - lo) / width).cast("long")
-
-    events = life.select("key", bucket("sent").alias("b"), F.lit(1).alias("d")).unionByName(
+    events = life.select(
+        "key", timeline.bucket("sent").alias("b"), F.lit(1).alias("d")
+    ).unionByName(
         life.where(F.col("seen").isNotNull()).select(
-            "key", bucket("seen").alias("b"), F.lit(-1).alias("d")
+            "key", timeline.bucket("seen").alias("b"), F.lit(-1).alias("d")
         )
     )
     rows = events.groupBy("b", "key").agg(F.sum("d").alias("d")).collect()
@@ -76,7 +73,7 @@ def unseen_series(fr: Frames, buckets: int = 200) -> list[dict[str, Any]]:
             current[k] = current.get(k, 0) + d
         series.append(
             {
-                "time": lo + (b + 1) * width,
+                "time": timeline.end(b),
                 "unseen": {str(k): c for k, c in sorted(current.items())},
             }
         )

@@ -175,11 +175,10 @@ class Frames:
             "key", "offset", "value"
         )
         kov = polled.unionByName(sent).where(F.col("offset").isNotNull()).distinct()
-        offsets = kov.select("key", "offset").distinct()
-        offsets = offsets.withColumn(
-            "idx", F.dense_rank().over(Window.partitionBy("key").orderBy("offset")) - 1
-        )
-        return kov.join(offsets, ["key", "offset"]).cache()
+        # dense_rank counts distinct offsets, so rows sharing an offset share
+        # its index: no separate distinct-and-join of the offsets is needed.
+        by_key = Window.partitionBy("key").orderBy("offset")
+        return kov.withColumn("idx", F.dense_rank().over(by_key) - 1).cache()
 
     @cached_property
     def offset_index(self) -> DataFrame:

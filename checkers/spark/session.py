@@ -90,17 +90,23 @@ def stop_session() -> None:
 
 SMALL_ROWS = 300_000
 COMPRESS_CACHE_ROWS = 10_000_000
+# Above this, four shuffle partitions mean sorts of ~10M rows per task, which
+# spill; more, smaller tasks keep each in memory (AQE merges the small ones).
+BIG_ROWS = 20_000_000
+BIG_SHUFFLE_PARTITIONS = 16
 
 
 def tune_for_size(spark: SparkSession, rows: int | None) -> None:
     """Small local histories run several times faster in one partition, without
     adaptive re-planning or generated code (compiling each stage costs more
-    than running it); big ones need all three."""
+    than running it); big ones need all three, and more shuffle partitions."""
     if not spark.sparkContext.master.startswith("local"):
         return
     small = rows is not None and rows < SMALL_ROWS
+    big = rows is not None and rows >= BIG_ROWS
+    partitions = 1 if small else BIG_SHUFFLE_PARTITIONS if big else LOCAL_SHUFFLE_PARTITIONS
     settings = {
-        "spark.sql.shuffle.partitions": "1" if small else str(LOCAL_SHUFFLE_PARTITIONS),
+        "spark.sql.shuffle.partitions": str(partitions),
         "spark.sql.codegen.wholeStage": str(not small).lower(),
         "spark.sql.codegen.factoryMode": "NO_CODEGEN" if small else "FALLBACK",
         "spark.sql.adaptive.enabled": str(not small).lower(),

@@ -1,0 +1,29 @@
+"""The time axis both report figures share: the history's span cut into
+equal buckets, so the unseen and lag series line up point for point."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+BUCKETS = 200
+
+
+@dataclass(frozen=True)
+class Timeline:
+    lo: int
+    width: int
+
+    @classmethod
+    def over(cls, lo: int, hi: int, buckets: int = BUCKETS) -> Timeline:
+        return cls(lo, max(1, (hi - lo) // buckets + 1))
+
+    def bucket(self, column: str) -> Column:
+        """The bucket a time column falls in."""
+        return ((F.col(column) - self.lo) / self.width).cast("long")
+
+    def end(self, bucket: int) -> int:
+        """The time a bucket's point is plotted at: its end."""
+        return self.lo + (bucket + 1) * self.width
