@@ -73,9 +73,8 @@ class ClusterSpec:
     node_root: str | None = None
     compose_file: str | None = None
     #: reference brokers form one combined-mode cluster (False: independent
-    #: single-node brokers); None: replicated except on docker, whose fault
-    #: schedules restart a node while another is cut off (no quorum to join)
-    replicated: bool | None = None
+    #: single-node brokers)
+    replicated: bool = True
 
     def validate(self) -> ClusterSpec:
         if not self.name or not all(c.isalnum() or c in "-_" for c in self.name):
@@ -93,10 +92,6 @@ class ClusterSpec:
         if not 1 <= self.nodes <= 200:
             raise ClusterError(f"nodes must be 1..200, got {self.nodes}")
         return self
-
-    @property
-    def is_replicated(self) -> bool:
-        return self.backend != "docker" if self.replicated is None else self.replicated
 
     @property
     def count(self) -> int:
@@ -176,14 +171,14 @@ def make_db(spec: ClusterSpec) -> DaemonDB:
             port=spec.port,
             bugs=spec.bugs,
             config_path="/etc/jepka/broker.properties",
-            replicated=spec.is_replicated,
+            replicated=spec.replicated,
         )
     return ReferenceBroker(
         spec.broker_command or default_broker_command(),
         port=spec.port,
         bugs=spec.bugs,
         overrides=spec.broker_overrides,
-        replicated=spec.is_replicated,
+        replicated=spec.replicated,
     )
 
 
@@ -318,7 +313,7 @@ class Cluster:
     def _compose_env(self) -> dict[str, str]:
         args = " ".join(f"--bug {b}" for b in self.spec.bugs)
         env = docker_backend.compose_env(self.state["subnet_prefix"], args)
-        return {**env, "JEPKA_REPLICATED": "1" if self.spec.is_replicated else "0"}
+        return {**env, "JEPKA_REPLICATED": "1" if self.spec.replicated else "0"}
 
     @classmethod
     def attach(cls, name: str, store: str | os.PathLike[str] = "store") -> Cluster:

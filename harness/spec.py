@@ -43,6 +43,8 @@ class Option:
     minimum: float | None = None
     maximum: float | None = None
     is_list: bool = False
+    #: how a default of None is derived from other settings (shown in help)
+    derived: str = ""
 
 
 def _bool(x: Any) -> bool:
@@ -70,15 +72,31 @@ OPTIONS: tuple[Option, ...] = (
     Option("recovery_time", float, 5.0, "seconds to wait after healing", minimum=0),
     Option("rate", float, 100.0, "total client ops per second", minimum=0.01),
     Option("concurrency", int, 5, "client threads", minimum=1, maximum=1024),
-    Option("nodes", int, 1, "broker nodes", minimum=1, maximum=64),
+    Option("nodes", int, 3, "broker nodes", minimum=1, maximum=64),
     Option("cluster", str, "local", "where nodes run", CLUSTERS),
     Option("db", str, "reference", "which broker", DBS),
     Option("bug", str, [], "historical broker bugs to switch on", is_list=True),
     Option("acks", str, "all", "producer acks", ACKS),
     Option("idempotence", _bool, True, "idempotent producers"),
     Option("isolation_level", str, "read_committed", "consumer isolation", ISOLATION),
-    Option("replication_factor", int, 1, "replicas per partition", minimum=1, maximum=64),
-    Option("min_isr", int, 1, "min.insync.replicas", minimum=1, maximum=64),
+    Option(
+        "replication_factor",
+        int,
+        None,
+        "replicas per partition",
+        minimum=1,
+        maximum=64,
+        derived="min(3, nodes); 1 with --bootstrap",
+    ),
+    Option(
+        "min_isr",
+        int,
+        None,
+        "min.insync.replicas",
+        minimum=1,
+        maximum=64,
+        derived="min(2, replication-factor)",
+    ),
     Option("key_count", int, 8, "distinct keys (topic-partitions)", minimum=1, maximum=10_000),
     Option("max_txn_length", int, 4, "micro-ops per transaction", minimum=1, maximum=64),
     Option(
@@ -220,7 +238,9 @@ def resolve(
 ) -> TestSpec:
     """Defaults, then ``config`` (from ``config_name``), then ``overrides``
     (command-line flags; ``None`` values mean "not given")."""
-    values = {o.name: _coerce(o, o.default, "default") for o in OPTIONS}
+    values = {
+        o.name: None if o.default is None else _coerce(o, o.default, "default") for o in OPTIONS
+    }
     for source, where in ((config or {}), config_name), ((overrides or {}), "command line"):
         for key, raw in source.items():
             if raw is None:
@@ -229,20 +249,14 @@ def resolve(
             if opt is None:
                 raise SpecError(f"{where}: unknown setting {key.replace('_', '-')!r}")
             values[key] = _coerce(opt, raw, where)
+    if values["replication_factor"] is None:
+        values["replication_factor"] = 1 if values["bootstrap"] else min(3, values["nodes"])
+    if values["min_isr"] is None:
+        values["min_isr"] = min(2, values["replication_factor"])
     spec = TestSpec(**values)
     if spec.min_isr > spec.replication_factor:
         raise SpecError(
             f"min-isr {spec.min_isr} exceeds replication-factor {spec.replication_factor}"
-        )
-    if (
-        spec.replication_factor > 1
-        and spec.cluster == "docker"
-        and spec.db == "reference"
-        and not spec.bootstrap
-    ):
-        raise SpecError(
-            "replication-factor above 1 needs a replicated cluster; the docker compose "
-            "nodes run independent reference brokers (use --cluster local)"
         )
     if spec.replication_factor > spec.nodes and not spec.bootstrap:
         raise SpecError(

@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for opt in OPTIONS:
         flag = "--" + opt.name.replace("_", "-")
         default = opt.default if not isinstance(opt.default, list) else ",".join(opt.default)
-        help_text = f"{opt.help} (default: {default if default != '' else 'none'})"
+        shown = opt.derived or (default if default not in ("", None) else "none")
+        help_text = f"{opt.help} (default: {shown})"
         kwargs: dict[str, Any] = {"dest": opt.name, "default": None, "help": help_text}
         if opt.choices and not opt.is_list:
             kwargs["choices"] = opt.choices

@@ -56,10 +56,10 @@ def test_single_and_independent_nodes_run_without_voters() -> None:
     three = _nodes(3)
     independent = make_db(ClusterSpec(nodes=3, replicated=False))
     assert "--voters" not in independent.command(three[0], three)
-    assert "--voters" not in make_db(ClusterSpec(backend="docker")).command(three[0], three)
+    docker = make_db(ClusterSpec(backend="docker", replicated=False))
+    assert "--voters" not in docker.command(three[0], three)
     assert "--voters" in make_db(ClusterSpec(nodes=3)).command(three[0], three)
-    docker = make_db(ClusterSpec(backend="docker", replicated=True))
-    assert "--voters" in docker.command(three[0], three)
+    assert "--voters" in make_db(ClusterSpec(backend="docker")).command(three[0], three)
 
 
 @pytest.mark.slow
@@ -110,10 +110,19 @@ def test_queue_under_partitions_on_a_replicated_cluster_is_valid(
     assert not leftovers(cluster_tag(f"jt{os.getpid()}"))
 
 
-def test_replicas_on_the_independent_docker_nodes_are_refused() -> None:
-    with pytest.raises(SpecError, match="docker compose nodes run independent"):
-        resolve(None, {"cluster": "docker", "nodes": 3, "replication_factor": 3})
-    assert resolve(None, {"nodes": 3, "replication_factor": 3, "min_isr": 2}).min_isr == 2
+def test_replication_defaults_follow_the_node_count() -> None:
+    """Three replicated nodes by default (RF 3, min ISR 2, as a production
+    cluster); fewer nodes scale the defaults down; explicit values win."""
+    default = resolve(None, {})
+    assert (default.nodes, default.replication_factor, default.min_isr) == (3, 3, 2)
+    one = resolve(None, {"nodes": 1})
+    assert (one.replication_factor, one.min_isr) == (1, 1)
+    five = resolve(None, {"nodes": 5})
+    assert (five.replication_factor, five.min_isr) == (3, 2)
+    assert resolve(None, {"bootstrap": "h:9092"}).replication_factor == 1
+    assert resolve({"replication_factor": 2}, {"min_isr": 1}).min_isr == 1
+    with pytest.raises(SpecError, match="needs at least that many nodes"):
+        resolve(None, {"nodes": 2, "replication_factor": 3})
 
 
 @pytest.mark.slow
@@ -129,7 +138,7 @@ def test_compose_nodes_form_one_cluster(tmp_path: Path) -> None:
     reason = docker_unavailable()
     if reason:
         pytest.skip(reason)
-    spec = ClusterSpec(name=f"r{uuid.uuid4().hex[:8]}", backend="docker", replicated=True)
+    spec = ClusterSpec(name=f"r{uuid.uuid4().hex[:8]}", backend="docker")
     cluster = Cluster.up(spec, tmp_path)
     project = cluster.state["project"]
     try:

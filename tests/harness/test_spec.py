@@ -31,8 +31,8 @@ def test_file_then_flags_override_defaults(tmp_path: Path) -> None:
         ({"concurrency": 0}, "concurrency: 0 is below the minimum 1"),
         ({"idempotence": "perhaps"}, "is not true or false"),
         ({"abort_p": "1/0"}, "abort-p: '1/0' is not a number or a fraction"),
-        ({"min_isr": 2}, "min-isr 2 exceeds replication-factor 1"),
-        ({"replication_factor": 3}, "needs at least that many nodes"),
+        ({"min_isr": 3, "replication_factor": 2}, "min-isr 3 exceeds replication-factor 2"),
+        ({"replication_factor": 3, "nodes": 1}, "needs at least that many nodes"),
     ],
 )
 def test_bad_settings_name_what_and_where(settings: dict, message: str) -> None:
