@@ -1,0 +1,61 @@
+"""`jepka test --workload queue` on a replicated 3-node reference cluster (RF 3, min
+ISR 2) under the mix of kills, pauses and partitions ends valid, for two fixed
+seeds: leaders fail over, killed nodes restart (up even while another fault keeps
+their quorum away), followers truncate by epoch and rejoin the ISR, and no
+acknowledged write is lost, duplicated or reordered."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.backends.local import cluster_tag
+from harness.cli import main
+from tests.nemesis.probes import leftovers, netns_available
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.broker,
+    pytest.mark.spark,
+    pytest.mark.netns,
+]
+FAULTS = {"kill", "pause", "start-partition"}
+
+
+def test_queue_under_kill_pause_and_partition_on_a_replicated_cluster_is_valid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reason = netns_available()
+    if reason:
+        pytest.skip(reason)
+    store = tmp_path / "store"
+    code = main(
+        [
+            "test",
+            *("--nodes", "3", "--replication-factor", "3", "--min-isr", "2"),
+            *("--workload", "queue", "--nemesis", "kill,pause,partition"),
+            *("--nemesis-interval", "3", "--time-limit", "15", "--rate", "40"),
+            *("--concurrency", "4", "--key-count", "4", "--recovery-time", "3"),
+            *("--final-time-limit", "30", "--seed", "1", "--test-count", "2"),
+            *("--store", str(store)),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    runs = sorted(p for p in store.glob("queue-*/2*") if p.is_dir())
+    assert len(runs) == 2, runs
+    faults_seen: set[str] = set()
+    for run in runs:
+        assert json.loads((run / "results.json").read_text())["valid"] is True, run
+        ops = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+        faults_seen |= {
+            o["f"] for o in ops if o["process"] == "nemesis" and o["type"] != "invoke"
+        } & FAULTS
+        assert sum(o["type"] == "ok" and o["f"] == "send" for o in ops) > 10, run
+        assert sum(o["type"] == "ok" and o["f"] == "poll" for o in ops) > 10, run
+    assert faults_seen == FAULTS, f"the two seeds did not exercise every fault: {faults_seen}"
+    assert not leftovers(cluster_tag(f"jt{os.getpid()}"))
