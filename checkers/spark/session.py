@@ -38,6 +38,10 @@ def _build(master: str) -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.adaptive.enabled", "true")
+        # All case finders run as one job, whose broadcasts wait for task
+        # slots behind its shuffles; on a busy machine that exceeds the
+        # default 300 s and would fail the check.
+        .config("spark.sql.broadcastTimeout", "3600")
         .config("spark.driver.memory", os.environ.get("JEPKA_SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
     )
