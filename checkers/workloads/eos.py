@@ -31,49 +31,51 @@ def _copies(fr: Frames) -> DataFrame:
     )
 
 
-def _shift(fr: Frames) -> int | None:
-    row = _copies(fr).agg(F.max("shift")).first()
-    return None if row is None or row[0] is None else int(row[0])
+def _shifted(fr: Frames, df: DataFrame) -> DataFrame:
+    """``df`` with column ``shift`` (one value per history; no rows when the
+    history has no copies), joined without a separate Spark job."""
+    shift = _copies(fr).agg(F.max("shift").alias("shift")).where(F.col("shift").isNotNull())
+    return df.crossJoin(F.broadcast(shift))
 
 
 def eos_lost(fr: Frames) -> DataFrame:
     """Committed input records an OK copy consumed past but no OK poll of
     the output key ever returned."""
-    shift = _shift(fr)
-    if shift is None:
-        return fr.mops.limit(0).select(F.col("key"))
     ok_copies = _copies(fr).join(fr.ops.where(F.col("type") == "ok").select("index"), "index")
     consumed = (
         fr.reads.join(ok_copies, "index")
-        .where(F.col("key") < shift)
+        .where(F.col("key") < F.col("shift"))
         .groupBy("index", "key")
         .agg(F.max("offset").alias("upto"))
     )
     committed = (
-        fr.writers.where(F.col("committed"))
-        .select("key", "value")
-        .unionByName(fr.ok_read_values)
-        .where(F.col("key") < shift)
-        .distinct()
+        _shifted(
+            fr,
+            fr.writers.where(F.col("committed"))
+            .select("key", "value")
+            .unionByName(fr.ok_read_values)
+            .distinct(),
+        )
+        .where(F.col("key") < F.col("shift"))
         .join(fr.value_index.select("key", "value", "offsets"), ["key", "value"])
         .withColumn("offset", F.col("offsets")[0])
     )
-    copied = fr.ok_read_values.select((F.col("key") - shift).alias("key"), "value").where(
-        F.col("key") >= 0
+    copied = _shifted(fr, fr.ok_read_values).select(
+        (F.col("key") - F.col("shift")).alias("key"), "value"
     )
     missing = committed.join(copied, ["key", "value"], "left_anti")
     copiers = consumed.join(fr.ops.select("index", "process", "time", "type", "f"), "index")
     return (
         missing.join(copiers, "key")
         .where(F.col("upto") >= F.col("offset"))
-        .groupBy("key", "value", "offset")
+        .groupBy("key", "value", "offset", "shift")
         .agg(F.min(F.struct(op_ref().alias("op"), "upto")).alias("c"))
         .join(fr.writers.select("key", "value", "writer"), ["key", "value"], "left")
         .select(
             "key",
             "value",
             "offset",
-            (F.col("key") + shift).alias("output_key"),
+            (F.col("key") + F.col("shift")).alias("output_key"),
             F.col("c.op").alias("op"),
             F.col("c.upto").alias("consumed_upto"),
             "writer",
@@ -83,11 +85,10 @@ def eos_lost(fr: Frames) -> DataFrame:
 
 def eos_duplicate(fr: Frames) -> DataFrame:
     """Input records that appear in the output at more than one offset."""
-    shift = _shift(fr)
-    if shift is None:
-        return fr.mops.limit(0).select(F.col("key"))
-    dup = fr.value_index.where((F.col("key") >= shift) & (F.size("offsets") > 1)).select(
-        "key", "value", "offsets"
+    dup = (
+        _shifted(fr, fr.value_index)
+        .where((F.col("key") >= F.col("shift")) & (F.size("offsets") > 1))
+        .select("key", "value", "offsets", "shift")
     )
     sent = (
         fr.sends.join(_copies(fr).select("index"), "index")
@@ -101,7 +102,7 @@ def eos_duplicate(fr: Frames) -> DataFrame:
     )
     return dup.join(sent, ["key", "value"], "left").select(
         "key",
-        (F.col("key") - shift).alias("input_key"),
+        (F.col("key") - F.col("shift")).alias("input_key"),
         "value",
         "offsets",
         F.coalesce("copies", F.array()).alias("copies"),

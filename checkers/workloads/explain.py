@@ -65,9 +65,20 @@ def split_ownership(c: Case) -> str:
     )
 
 
+def resume_skip(c: Case) -> str:
+    by = f" ({_op(c['commit_op'])})" if c.get("commit_op") else " (none: the beginning)"
+    return (
+        f"{_op(c['op'])} first polled key {c['key']} after its assignment in op "
+        f"{c['assigned_index']} from offset {c['offset']}, but the group's committed offset "
+        f"was at most {c['committed']}{by}: it skipped {c['skipped_count']} record(s) at "
+        f"offsets {', '.join(map(str, c['skipped']))} that no member acknowledged reading."
+    )
+
+
 EXPLAINERS: dict[str, Callable[[Case], str]] = {
     "eos-lost": eos_lost,
     "eos-duplicate": eos_duplicate,
     "committed-offset-regression": committed_offset_regression,
     "split-ownership": split_ownership,
+    "resume-skip": resume_skip,
 }

@@ -9,4 +9,5 @@ FINDERS = {
     "eos-duplicate": eos.eos_duplicate,
     "committed-offset-regression": group.committed_offset_regression,
     "split-ownership": group.split_ownership,
+    "resume-skip": group.resume_skip,
 }

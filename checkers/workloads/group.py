@@ -13,6 +13,12 @@ used.
   ``o2`` whose op began after another OK commit of ``k`` to ``o1 > o2`` had
   completed: the group's position went backwards (the workloads never
   reset offsets on purpose, so nothing excuses it).
+* ``resume-skip`` — a process assigned key ``k`` first polls it (in a later
+  op, with no other rebalance of ``k`` in between) from offset ``f``, while
+  every commit of ``k`` that could have been in effect (ok or info, invoked
+  before that poll completed) is at most ``m`` (0 without any: the
+  beginning), and records exist at offsets in ``[m, f)``: it resumed past
+  the group's committed position, skipping what nobody acknowledged reading.
 * ``split-ownership`` — two processes own key ``k`` at the same time. A
   process certainly owns ``k`` from the *completion* of the op whose log
   assigned it until the *invocation* of the op whose log revoked it, or of
@@ -35,14 +41,33 @@ OP_COLS = ["index", "process", "time", "type", "f", "invoke_time"]
 
 
 def commits(fr: Frames) -> DataFrame:
-    """One row per (op, key) an OK commit covered: op columns, key, offset."""
+    """One row per (op, key) a commit covered: op columns, ``outcome`` (the
+    commit's ok / fail / info), key and offset."""
     return fr.shared(
         "group-commits",
         lambda fr: (
             with_field(fr, "commit", lambda c: F.from_json(c, COMMIT))
-            .where(F.col("commit.type") == "ok")
-            .select(*OP_COLS, F.explode("commit.offsets").alias("k", "offset"))
-            .select(*OP_COLS, F.col("k").cast("bigint").alias("key"), "offset")
+            .select(
+                *OP_COLS,
+                F.col("commit.type").alias("outcome"),
+                F.explode("commit.offsets").alias("k", "offset"),
+            )
+            .select(*OP_COLS, "outcome", F.col("k").cast("bigint").alias("key"), "offset")
+        ),
+    )
+
+
+def rebalances(fr: Frames) -> DataFrame:
+    """One row per key per logged rebalance event: op columns, ``pos`` (the
+    event's place in the op's log), ``event`` and key."""
+    return fr.shared(
+        "group-rebalances",
+        lambda fr: (
+            with_field(fr, "rebalance_log", lambda c: F.from_json(c, REBALANCE))
+            .select(*OP_COLS, F.posexplode("rebalance_log").alias("pos", "e"))
+            .select(
+                *OP_COLS, "pos", F.col("e.type").alias("event"), F.explode("e.keys").alias("key")
+            )
         ),
     )
 
@@ -51,7 +76,7 @@ def committed_offset_regression(fr: Frames) -> DataFrame:
     """See the module docstring. Per key, commits and their invocations in
     time order (an invocation first on a tie: ``before`` must be strict);
     each invocation sees the highest commit completed before it."""
-    c = commits(fr)
+    c = commits(fr).where(F.col("outcome") == "ok")
     ref = F.struct("offset", op_ref().alias("op"))
     none = F.lit(None).cast(c.select(ref.alias("r")).schema["r"].dataType)
     done = c.select("key", F.col("time").alias("t"), ref.alias("prior"), none.alias("me"))
@@ -76,12 +101,7 @@ def committed_offset_regression(fr: Frames) -> DataFrame:
 def ownership(fr: Frames) -> DataFrame:
     """Certain ownership intervals: process, key, start, end, the assigning
     op and what ended it (module docstring)."""
-    logged = with_field(fr, "rebalance_log", lambda c: F.from_json(c, REBALANCE)).select(
-        *OP_COLS, F.posexplode("rebalance_log").alias("pos", "event")
-    )
-    events = logged.select(
-        *OP_COLS, "pos", F.col("event.type").alias("event"), F.explode("event.keys").alias("key")
-    )
+    events = rebalances(fr)
     later = (
         Window.partitionBy("process", "key")
         .orderBy("index", "pos")
@@ -133,4 +153,70 @@ def split_ownership(fr: Frames) -> DataFrame:
         F.struct(*[F.col(f"b_{c}").alias(c) for c in cols if c != "key"]).alias("second"),
         F.greatest("a_start", "b_start").alias("from"),
         F.least("a_end", "b_end").alias("until"),
+    )
+
+
+def resume_skip(fr: Frames) -> DataFrame:
+    """See the module docstring."""
+    ev = rebalances(fr)
+    polled = fr.reads.groupBy("index", "process", "key").agg(
+        F.min("offset").alias("first"), F.max("time").alias("r_time")
+    )
+    assigned = (
+        ev.where(F.col("event") == "assigned")
+        .select("process", "key", F.col("index").alias("a_index"))
+        .join(
+            polled.select(F.col("index").alias("a_index"), "key"), ["a_index", "key"], "left_anti"
+        )
+    )
+    first_read = (
+        assigned.join(polled, ["process", "key"])
+        .where(F.col("index") > F.col("a_index"))
+        .groupBy("process", "key", "a_index")
+        .agg(F.min(F.struct("index", "first", "r_time")).alias("r"))
+        .select("process", "key", "a_index", "r.*")
+    )
+    other = ev.select(F.col("process").alias("e_p"), F.col("key").alias("e_k"), "index")
+    resumed = first_read.alias("r").join(
+        other.alias("e"),
+        (F.col("r.process") == F.col("e_p"))
+        & (F.col("r.key") == F.col("e_k"))
+        & (F.col("e.index") > F.col("r.a_index"))
+        & (F.col("e.index") <= F.col("r.index")),
+        "left_anti",
+    )
+    c = commits(fr).where(F.col("outcome").isin("ok", "info"))
+    c = c.select(
+        "key",
+        F.col("invoke_time").alias("c_invoke"),
+        F.struct("offset", op_ref().alias("c_op")).alias("c"),
+    )
+    in_effect = F.when(F.col("c_invoke") < F.col("r_time"), F.col("c"))
+    bound = (
+        resumed.join(c, "key", "left")
+        .groupBy("process", "key", "a_index", "index", "first")
+        .agg(F.max(in_effect).alias("b"))
+    )
+    return (
+        bound.join(fr.offset_index, "key")
+        .where(
+            (F.col("offset") >= F.coalesce("b.offset", F.lit(0)))
+            & (F.col("offset") < F.col("first"))
+        )
+        .groupBy("index", "key", "a_index", "first", "b")
+        .agg(
+            F.count("*").alias("skipped_count"),
+            F.slice(F.sort_array(F.collect_list("offset")), 1, 8).alias("skipped"),
+        )
+        .join(fr.ops.select("index", "process", "time", "type", "f"), "index")
+        .select(
+            "key",
+            op_ref().alias("op"),
+            F.col("a_index").alias("assigned_index"),
+            F.col("first").alias("offset"),
+            F.coalesce("b.offset", F.lit(0)).alias("committed"),
+            F.col("b.c_op").alias("commit_op"),
+            "skipped_count",
+            "skipped",
+        )
     )
