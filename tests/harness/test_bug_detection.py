@@ -29,6 +29,7 @@ END_TO_END = [
     pytest.mark.integration,
     pytest.mark.broker,
     pytest.mark.spark,
+    pytest.mark.timeout(1800),  # a cluster run and its check, on a busy machine
 ]
 
 NIGHTLY = Path(__file__).resolve().parents[2] / "suites" / "nightly.yml"
