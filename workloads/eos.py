@@ -114,6 +114,12 @@ class EosClient(QueueClient):
                 outcome = self._abort(outcome.error)
             elif outcome.type == "fail" and not outcome.end_process:
                 outcome = Outcome("info", outcome.error)
+            if outcome.type == "fail":
+                # Aborted for sure: the retry copies the same values to the
+                # same output keys, so recording these sends would name a
+                # failed writer for values the retry commits. An aborted
+                # output a reader sees still shows, as a duplicate.
+                return completion(op, results, outcome)
             return completion(op, results + _sends(cells), outcome)
         return completion(op, results + _sends(cells), None)
 
