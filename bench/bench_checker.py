@@ -117,7 +117,7 @@ def bench(n_ops: int, pandas: bool) -> dict[str, object]:
         "graph_and_cycle_share": round(graph / timings["total"], 3),
         "cycle_search_s": timings.get("cycles"),
         "timings": timings,
-        "spark_jobs": result["stats"].get("spark_jobs"),
+        "spark_jobs": timings.get("spark_jobs"),
         "valid": result["valid"],
     }
     if pandas:

@@ -131,10 +131,15 @@ def check(
         "edges": len(graph.src),
         "components": dict(cycles.counts),
     }
-    stats["spark_jobs"] = timer.jobs
     timer.timings["total"] = round(time.perf_counter() - t0, 3)
     result = build_result(
-        cases, counts, cycles, ww_deps=ww_deps, cap=cap, stats=stats, timings=timer.timings
+        cases,
+        counts,
+        cycles,
+        ww_deps=ww_deps,
+        cap=cap,
+        stats=stats,
+        timings={**timer.timings, "spark_jobs": timer.jobs},
     )
     if stats["ops"] == 0 and result["valid"] is True:
         result["valid"] = UNKNOWN

@@ -68,7 +68,7 @@ def build_result(
     ww_deps: bool,
     cap: int,
     stats: dict[str, Any],
-    timings: dict[str, float],
+    timings: dict[str, Any],
 ) -> dict[str, Any]:
     """Merges case finders' and the cycle search's findings into the result."""
     cases = {k: list(v) for k, v in cases.items()}
