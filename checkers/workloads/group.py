@@ -72,6 +72,15 @@ def rebalances(fr: Frames) -> DataFrame:
     )
 
 
+def member_rebalances(fr: Frames) -> DataFrame:
+    """Rebalance events, in histories whose consumers commit (the ``group``
+    workload). A ``queue`` history's subscribers log rebalances too, but are not
+    checked as a group's members: they commit nothing to resume from, and
+    simulated histories give their subscribers no exclusive ownership."""
+    group = with_field(fr, "commit", lambda c: c).select(F.lit(1).alias("g")).limit(1)
+    return rebalances(fr).crossJoin(F.broadcast(group)).drop("g")
+
+
 def committed_offset_regression(fr: Frames) -> DataFrame:
     """See the module docstring. Per key, commits and their invocations in
     time order (an invocation first on a tie: ``before`` must be strict);
@@ -101,7 +110,7 @@ def committed_offset_regression(fr: Frames) -> DataFrame:
 def ownership(fr: Frames) -> DataFrame:
     """Certain ownership intervals: process, key, start, end, the assigning
     op and what ended it (module docstring)."""
-    events = rebalances(fr)
+    events = member_rebalances(fr)
     later = (
         Window.partitionBy("process", "key")
         .orderBy("index", "pos")
@@ -158,7 +167,7 @@ def split_ownership(fr: Frames) -> DataFrame:
 
 def resume_skip(fr: Frames) -> DataFrame:
     """See the module docstring."""
-    ev = rebalances(fr)
+    ev = member_rebalances(fr)
     polled = fr.reads.groupBy("index", "process", "key").agg(
         F.min("offset").alias("first"), F.max("time").alias("r_time")
     )
