@@ -55,7 +55,8 @@ def _tagged(kind: str, cases: DataFrame) -> DataFrame:
         F.lit(kind).alias("kind"),
         order.cast("long").alias("order"),
         allowed.alias("allowed"),
-        F.to_json(F.struct(*detail)).alias("case"),
+        # nulls kept: a case names every field of its kind, known or not
+        F.to_json(F.struct(*detail), {"ignoreNullFields": "false"}).alias("case"),
     )
 
 
