@@ -20,7 +20,7 @@ from broker.log.batch import (
     parse_header,
 )
 from broker.log.index import CorruptIndex, OffsetIndex
-from broker.log.ledger import FsyncLedger, fsync_dir
+from broker.log.ledger import FsyncLedger
 from broker.log.txn_index import TransactionIndex
 
 READ_CHUNK = 1 << 20
@@ -178,16 +178,7 @@ class LogSegment:
     def replace(self, data: bytes) -> None:
         """Swaps in new contents (a compacted copy) atomically and durably, then
         rebuilds the index; offsets and the end offset must be unchanged."""
-        cleaned = self.path.with_name(self.path.name + ".cleaned")
-        fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(cleaned, self.path)
-        fsync_dir(self.path.parent)
-        self.ledger.record(self.path, len(data))
+        self.ledger.write_atomically(self.path, data)
         os.close(self._fd)
         self._fd = os.open(self.path, os.O_RDWR)
         self.size = len(data)
