@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.backends.local import cluster_tag
-from harness.cli import main
-from tests.nemesis.probes import leftovers, netns_available
+from tests.harness.runs import run_replicated
+from tests.nemesis.probes import leftovers
 
 pytestmark = [
     pytest.mark.slow,
@@ -29,23 +29,14 @@ FAULTS = {"kill", "pause", "start-partition"}
 def test_queue_under_kill_pause_and_partition_on_a_replicated_cluster_is_valid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    reason = netns_available()
-    if reason:
-        pytest.skip(reason)
-    store = tmp_path / "store"
-    code = main(
-        [
-            "test",
-            *("--nodes", "3", "--replication-factor", "3", "--min-isr", "2"),
-            *("--workload", "queue", "--nemesis", "kill,pause,partition"),
-            *("--nemesis-interval", "3", "--time-limit", "15", "--rate", "40"),
-            *("--concurrency", "4", "--key-count", "4", "--recovery-time", "3"),
-            *("--final-time-limit", "30", "--seed", "1", "--test-count", "2"),
-            *("--store", str(store)),
-        ]
+    _, store = run_replicated(
+        tmp_path,
+        capsys,
+        *("--workload", "queue", "--nemesis", "kill,pause,partition"),
+        *("--nemesis-interval", "3", "--time-limit", "15", "--rate", "40"),
+        *("--concurrency", "4", "--key-count", "4", "--recovery-time", "3"),
+        *("--final-time-limit", "30", "--seed", "1", "--test-count", "2"),
     )
-    out, err = capsys.readouterr()
-    assert code == 0, out + err
     runs = sorted(p for p in store.glob("queue-*/2*") if p.is_dir())
     assert len(runs) == 2, runs
     faults_seen: set[str] = set()

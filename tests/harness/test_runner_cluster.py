@@ -15,12 +15,12 @@ import pytest
 
 from harness.backends.base import Node
 from harness.backends.local import NetnsRemote, cluster_tag
-from harness.cli import main
 from harness.cluster import Cluster, ClusterSpec, make_db
 from harness.control import Result
 from harness.db.reference import ReferenceBroker
 from harness.spec import SpecError, resolve
-from tests.nemesis.probes import leftovers, netns_available
+from tests.harness.runs import run_replicated
+from tests.nemesis.probes import leftovers
 
 
 class LocalShell(NetnsRemote):
@@ -70,22 +70,13 @@ def test_single_and_independent_nodes_run_without_voters() -> None:
 def test_queue_under_partitions_on_a_replicated_cluster_is_valid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    reason = netns_available()
-    if reason:
-        pytest.skip(reason)
-    store = tmp_path / "store"
-    code = main(
-        [
-            "test",
-            *("--nodes", "3", "--replication-factor", "3", "--min-isr", "2"),
-            *("--workload", "queue", "--nemesis", "partition", "--nemesis-interval", "3"),
-            *("--time-limit", "12", "--rate", "40", "--concurrency", "4", "--seed", "1"),
-            *("--recovery-time", "2", "--final-time-limit", "30", "--key-count", "4"),
-            *("--store", str(store)),
-        ]
+    out, store = run_replicated(
+        tmp_path,
+        capsys,
+        *("--workload", "queue", "--nemesis", "partition", "--nemesis-interval", "3"),
+        *("--time-limit", "12", "--rate", "40", "--concurrency", "4", "--seed", "1"),
+        *("--recovery-time", "2", "--final-time-limit", "30", "--key-count", "4"),
     )
-    out, err = capsys.readouterr()
-    assert code == 0, out + err
     assert "valid: True" in out
     run = (store / "latest").resolve()
     test = json.loads((run / "test.json").read_text())

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness.backends.local import cluster_tag
-from harness.cli import main
-from tests.nemesis.probes import leftovers, netns_available
+from tests.harness.runs import run_replicated
+from tests.nemesis.probes import leftovers
 
 pytestmark = [
     pytest.mark.slow,
@@ -32,22 +32,13 @@ BLOCK = re.compile(r"producer id block \[(\d+), (\d+)\)")
 def test_txn_on_a_replicated_cluster_is_valid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], nemesis: str, fault: str
 ) -> None:
-    reason = netns_available()
-    if reason:
-        pytest.skip(reason)
-    store = tmp_path / "store"
-    code = main(
-        [
-            "test",
-            *("--nodes", "3", "--replication-factor", "3", "--min-isr", "2"),
-            *("--workload", "txn", "--nemesis", nemesis, "--nemesis-interval", "4"),
-            *("--time-limit", "20", "--rate", "40", "--concurrency", "4", "--seed", "1"),
-            *("--recovery-time", "3", "--final-time-limit", "40", "--key-count", "4"),
-            *("--store", str(store)),
-        ]
+    out, store = run_replicated(
+        tmp_path,
+        capsys,
+        *("--workload", "txn", "--nemesis", nemesis, "--nemesis-interval", "4"),
+        *("--time-limit", "20", "--rate", "40", "--concurrency", "4", "--seed", "1"),
+        *("--recovery-time", "3", "--final-time-limit", "40", "--key-count", "4"),
     )
-    out, err = capsys.readouterr()
-    assert code == 0, out + err
     assert "valid: True" in out
     run = (store / "latest").resolve()
 

@@ -1,0 +1,27 @@
+"""``jepka test`` on a replicated 3-node netns cluster, as the end-to-end tests run it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from tests.nemesis.probes import netns_available
+
+REPLICATED = ("--nodes", "3", "--replication-factor", "3", "--min-isr", "2")
+
+
+def run_replicated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], *flags: str
+) -> tuple[str, Path]:
+    """Runs ``jepka test`` with ``flags`` (skipped without network namespaces),
+    asserts it exited 0; returns its stdout and the store."""
+    reason = netns_available()
+    if reason:
+        pytest.skip(reason)
+    store = tmp_path / "store"
+    code = main(["test", *REPLICATED, *flags, "--store", str(store)])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    return out, store
