@@ -10,6 +10,7 @@ import asyncio
 import datetime
 import uuid
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.alter_partition.v2 import request as ap_req
@@ -117,59 +118,93 @@ async def handle_heartbeat(controller: QuorumController, request: Any) -> Any:
 
 
 # -- AlterPartition ------------------------------------------------------------------------
-def alter_partition_request(
-    broker_id: int, broker_epoch: int, topic_id: str, partition: int, leader_epoch: int,
-    partition_epoch: int, new_isr: tuple[int, ...],
-) -> Any:  # fmt: skip
+@dataclass(frozen=True, slots=True)
+class IsrItem:
+    """One partition's ISR change in an AlterPartition request."""
+
+    topic: str
+    topic_id: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+    new_isr: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def alter_partition_request(broker_id: int, broker_epoch: int, items: list[IsrItem]) -> Any:
+    by_topic: dict[str, list[IsrItem]] = {}
+    for item in items:
+        by_topic.setdefault(item.topic_id, []).append(item)
     return ap_req.AlterPartitionRequest(
         broker_id=BrokerId(broker_id),
         broker_epoch=i64(broker_epoch),
-        topics=(
+        topics=tuple(
             ap_req.TopicData(
                 topic_id=uuid.UUID(topic_id),
-                partitions=(
+                partitions=tuple(
                     ap_req.PartitionData(
-                        partition_index=i32(partition),
-                        leader_epoch=i32(leader_epoch),
-                        new_isr=tuple(BrokerId(b) for b in new_isr),
+                        partition_index=i32(item.partition),
+                        leader_epoch=i32(item.leader_epoch),
+                        new_isr=tuple(BrokerId(b) for b in item.new_isr),
                         leader_recovery_state=i8(0),
-                        partition_epoch=i32(partition_epoch),
-                    ),
+                        partition_epoch=i32(item.partition_epoch),
+                    )
+                    for item in topic_items
                 ),
-            ),
+            )
+            for topic_id, topic_items in by_topic.items()
         ),
     )
 
 
 async def handle_alter_partition(controller: QuorumController, request: Any) -> Any:
-    """One AlterPartition per partition, in order (the controller fences each by epochs)."""
-    topics = []
-    for topic in request.topics:
-        answers = []
-        for p in topic.partitions:
-            code, answer = await outcome(
-                controller.alter_partition(
-                    c.AlterPartitionRequest(
-                        request.broker_id, request.broker_epoch, str(topic.topic_id),
-                        p.partition_index, p.leader_epoch, p.partition_epoch, tuple(p.new_isr),
-                    )
+    """Every partition's change is applied in request order (the controller fences
+    each by epochs) before any is awaited, so all commit in one metadata round."""
+    pending = [
+        (
+            topic.topic_id,
+            p.partition_index,
+            controller.alter_partition(
+                c.AlterPartitionRequest(
+                    request.broker_id,
+                    request.broker_epoch,
+                    str(topic.topic_id),
+                    p.partition_index,
+                    p.leader_epoch,
+                    p.partition_epoch,
+                    tuple(p.new_isr),
                 )
-            )  # fmt: skip
-            answer = answer or c.AlterPartitionResponse(code)
-            answers.append(
-                ap_resp.PartitionData(
-                    partition_index=p.partition_index,
-                    error_code=answer.error_code,
-                    leader_id=BrokerId(answer.leader),
-                    leader_epoch=i32(answer.leader_epoch),
-                    isr=tuple(BrokerId(b) for b in answer.isr),
-                    leader_recovery_state=i8(0),
-                    partition_epoch=i32(answer.partition_epoch),
-                )
+            ),
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    ]
+    answers: dict[Any, list[Any]] = {}
+    for topic_id, index, future in pending:
+        code, answer = await outcome(future)
+        answer = answer or c.AlterPartitionResponse(code)
+        answers.setdefault(topic_id, []).append(
+            ap_resp.PartitionData(
+                partition_index=index,
+                error_code=answer.error_code,
+                leader_id=BrokerId(answer.leader),
+                leader_epoch=i32(answer.leader_epoch),
+                isr=tuple(BrokerId(b) for b in answer.isr),
+                leader_recovery_state=i8(0),
+                partition_epoch=i32(answer.partition_epoch),
             )
-        topics.append(ap_resp.TopicData(topic_id=topic.topic_id, partitions=tuple(answers)))
+        )
     return ap_resp.AlterPartitionResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, topics=tuple(topics)
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        topics=tuple(
+            ap_resp.TopicData(topic_id=topic_id, partitions=tuple(parts))
+            for topic_id, parts in answers.items()
+        ),
     )
 
 

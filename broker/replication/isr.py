@@ -2,15 +2,17 @@
 ``AlterPartitionManager``): expansion when a follower catches up, shrink when an
 ISR follower has not been caught up for ``replica.lag.time.max.ms``.
 
-One AlterPartition per partition is in flight at a time, built from the committed
-metadata image (leader epoch, partition epoch, ISR); the new ISR takes effect only
-when the controller's record comes back through the metadata log, so the HW keeps
-counting a follower being removed until the removal is committed."""
+One AlterPartition is in flight at a time, carrying every partition's pending change,
+each built from the committed metadata image (leader epoch, partition epoch, ISR);
+the new ISR takes effect only when the controller's record comes back through the
+metadata log, so the HW keeps counting a follower being removed until the removal is
+committed."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -50,7 +52,9 @@ class IsrManager:
         self.broker_epoch = broker_epoch
         self.call_controller = call_controller
         self.lag_ms = lag_ms
-        self._inflight: dict[TopicPartition, asyncio.Task[None]] = {}
+        self._pending: dict[TopicPartition, tuple[ReplicatedPartition, IsrChange]] = {}
+        self._inflight: set[TopicPartition] = set()
+        self._sender: asyncio.Task[None] | None = None
 
     def expand(self, partition: ReplicatedPartition, replica: int) -> None:
         """``replica`` caught up: propose it back into the ISR."""
@@ -74,33 +78,59 @@ class IsrManager:
                 log.exception("ISR shrink check failed")
 
     def _propose(self, partition: ReplicatedPartition, change: IsrChange) -> None:
+        """Queues a change; one AlterPartition is in flight at a time, and it carries
+        every change queued meanwhile (a restarted follower catching up on all its
+        partitions costs one metadata commit, not one per partition)."""
         tp = (partition.topic, partition.index)
-        if tp in self._inflight:
+        if tp in self._pending or tp in self._inflight:
             return
-        task = asyncio.get_running_loop().create_task(self._alter(partition, change))
-        self._inflight[tp] = task
-        task.add_done_callback(lambda _t: self._inflight.pop(tp, None))
+        self._pending[tp] = (partition, change)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._send_pending())
 
-    async def _alter(self, partition: ReplicatedPartition, change: IsrChange) -> None:
+    async def _send_pending(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, {}
+            self._inflight = set(batch)
+            try:
+                await self._alter(list(batch.values()))
+            finally:
+                self._inflight = set()
+
+    async def _alter(self, changes: list[tuple[ReplicatedPartition, IsrChange]]) -> None:
         image = self.image()
-        topic = image.topic(partition.topic)
-        reg = None if topic is None else topic.partitions.get(partition.index)
-        if topic is None or reg is None or reg.leader != self.node_id:
+        items: list[apis.IsrItem] = []
+        for partition, change in changes:
+            topic = image.topic(partition.topic)
+            reg = None if topic is None else topic.partitions.get(partition.index)
+            if topic is None or reg is None or reg.leader != self.node_id:
+                continue
+            new_isr = change(tuple(reg.isr))
+            if new_isr != tuple(reg.isr):
+                items.append(
+                    apis.IsrItem(
+                        partition.topic, topic.topic_id, partition.index, reg.leader_epoch,
+                        reg.partition_epoch, tuple(reg.isr), new_isr,
+                    )
+                )  # fmt: skip
+        if not items:
             return
-        new_isr = change(tuple(reg.isr))
-        if new_isr == tuple(reg.isr):
-            return
-        request = apis.alter_partition_request(
-            self.node_id, self.broker_epoch(), topic.topic_id, partition.index,
-            reg.leader_epoch, reg.partition_epoch, new_isr,
-        )  # fmt: skip
-        name = f"{partition.topic}-{partition.index}"
+        request = apis.alter_partition_request(self.node_id, self.broker_epoch(), items)
         try:
             answer = await self.call_controller(request, 5)
         except ControllerUnavailable as e:
-            log.info("ISR change of %s to %s: %s", name, list(new_isr), e)
+            for item in items:
+                log.info("ISR change of %s to %s: %s", item.name, list(item.new_isr), e)
             return
-        code = answer.topics[0].partitions[0].error_code
-        log.info(
-            "ISR change of %s from %s to %s: %s", name, list(reg.isr), list(new_isr), code.name
-        )
+        codes = {
+            (t.topic_id, p.partition_index): p.error_code
+            for t in answer.topics
+            for p in t.partitions
+        }
+        for item in items:
+            code = codes.get((uuid.UUID(item.topic_id), item.partition))
+            outcome = "no answer" if code is None else code.name
+            log.info(
+                "ISR change of %s from %s to %s: %s",
+                item.name, list(item.isr), list(item.new_isr), outcome,
+            )  # fmt: skip

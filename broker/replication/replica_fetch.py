@@ -25,7 +25,12 @@ def _leading(manager: ReplicaManager, topic: str, p: Any) -> ReplicatedPartition
     return partition
 
 
-def _read(manager: ReplicaManager, replica: int, topic: str, p: Any) -> dict[str, Any]:
+def _read(
+    manager: ReplicaManager, replica: int, topic: str, p: Any, arrived: bool
+) -> dict[str, Any]:
+    """The answer for one partition; ``arrived``: the request is new, so its fetch
+    offset is the follower's position (a parked request read again on an append
+    says nothing new about the follower, as in Kafka's DelayedFetch)."""
     answer: dict[str, Any] = {
         "partition_index": p.partition,
         "error_code": ErrorCode.none,
@@ -38,7 +43,8 @@ def _read(manager: ReplicaManager, replica: int, topic: str, p: Any) -> dict[str
     }
     try:
         partition = _leading(manager, topic, p)
-        partition.update_follower(replica, p.fetch_offset)
+        if arrived:
+            partition.update_follower(replica, p.fetch_offset)
         plog = partition.log
         answer["records"] = plog.read(
             p.fetch_offset, p.partition_max_bytes, plog.next_offset, min_one=True
@@ -58,11 +64,16 @@ async def serve_replica_fetch(manager: ReplicaManager, request: Any) -> dict[str
     one of the partitions (up to the request's max wait)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait.total_seconds()
+    arrived = True
     while True:
         responses = [
-            (t.topic, [_read(manager, request.replica_id, t.topic, p) for p in t.partitions])
+            (
+                t.topic,
+                [_read(manager, request.replica_id, t.topic, p, arrived) for p in t.partitions],
+            )
             for t in request.topics
         ]
+        arrived = False
         parts = [a for _, answers in responses for a in answers]
         ready = any(a["records"] or a["error_code"] is not ErrorCode.none for a in parts)
         remaining = deadline - loop.time()
