@@ -121,6 +121,7 @@ BROKER_KEYS: dict[str, Key] = {
     "controller.quorum.request.timeout.ms": Key(_int, 500, 1),
     "broker.heartbeat.interval.ms": Key(_int, 500, 1),
     "broker.session.timeout.ms": Key(_int, 9000, 1),
+    "broker.session.disconnect.grace.ms": Key(_int, 1500, 0),
     "replica.lag.time.max.ms": Key(_int, 30_000, 1),
     "replica.high.watermark.checkpoint.interval.ms": Key(_int, 5000, 1),
 }

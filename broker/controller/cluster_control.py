@@ -77,6 +77,13 @@ class ClusterControlManager:
             return ErrorCode.none, UnfenceBrokerRecord(request.broker_id, epoch)
         return ErrorCode.none, None
 
+    def disconnected(self, broker_id: int, now_ms: int, grace_ms: int) -> None:
+        """The connection that carried ``broker_id``'s heartbeats closed: its session
+        now ends ``grace_ms`` from now, unless a heartbeat renews it before."""
+        last = self.last_heartbeat.get(broker_id)
+        if last is not None:
+            self.last_heartbeat[broker_id] = min(last, now_ms - self.session_timeout_ms + grace_ms)
+
     def expired(self, image: MetadataImage, now_ms: int) -> list[int]:
         """Unfenced brokers whose session has run out."""
         return [

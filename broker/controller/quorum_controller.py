@@ -85,6 +85,7 @@ class QuorumController:
         self.raft: RaftClient | None = None
         self.image = self.loader.image
         self._active_epoch: int | None = None
+        self._last_leader: int | None = None  # the last controller this node knew
         self._waiting: list[_Waiting] = []
         self._last_poll_ms = clock.now_ms()
 
@@ -113,10 +114,16 @@ class QuorumController:
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.loader.handle_leader_change(leader_id, epoch)
+        previous, self._last_leader = self._last_leader, leader_id or self._last_leader
         if leader_id == self.node_id:
             self._active_epoch = epoch
             self.image = self.loader.image
-            self.cluster.reset_sessions(self.image, self.clock.now_ms())
+            now_ms = self.clock.now_ms()
+            self.cluster.reset_sessions(self.image, now_ms)
+            if previous not in (None, self.node_id):
+                # the quorum lost the old controller: its node gets the grace a
+                # closed connection gets; alive, it heartbeats here within it
+                self.cluster.disconnected(previous, now_ms, self.config.disconnect_grace_ms)
             log.info("node %d: active controller in epoch %d", self.node_id, epoch)
         elif self._active_epoch is not None:
             self._renounce(leader_id, epoch)
@@ -156,6 +163,15 @@ class QuorumController:
                 self.replication.elect_preferred_leaders(image), None
             )
         )
+
+    def broker_disconnected(self, broker_id: int) -> None:
+        """A broker's heartbeat connection closed (its process may be dead): its
+        session is cut to ``disconnect_grace_ms``, so a SIGKILLed leader's partitions
+        move in about that time instead of a whole session timeout."""
+        if self.active:
+            self.cluster.disconnected(
+                broker_id, self.clock.now_ms(), self.config.disconnect_grace_ms
+            )
 
     def poll(self) -> None:
         """Timers of the active controller: fence brokers whose session expired.

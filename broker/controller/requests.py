@@ -14,6 +14,10 @@ from broker.metadata.records import MetadataRecord
 @dataclass(frozen=True, slots=True)
 class ControllerConfig:
     session_timeout_ms: int = 9000
+    #: a broker whose heartbeat connection closed is fenced after this, unless it
+    #: heartbeats again (a killed process's sockets close at once; a paused or cut
+    #: off one's do not, and it keeps the whole session)
+    disconnect_grace_ms: int = 1500
     default_replication_factor: int = 3
     default_partitions: int = 1
     unclean_leader_election: bool = False

@@ -66,6 +66,7 @@ class ClusterNode:
             rng,
             c.ControllerConfig(
                 session_timeout_ms=config["broker.session.timeout.ms"],
+                disconnect_grace_ms=config["broker.session.disconnect.grace.ms"],
                 default_replication_factor=min(config["default.replication.factor"], n),
                 default_partitions=config["num.partitions"],
                 unclean_leader_election=config["unclean.leader.election.enable"]
@@ -101,7 +102,7 @@ class ClusterNode:
         self.controller.attach(self.raft)
         self.driver = RaftDriver(self.raft, on_tick=self.controller.poll)
         self.transport.driver = self.driver
-        self.listener = ControllerListener(self._handlers())
+        self.listener = ControllerListener(self._handlers(), self.controller.broker_disconnected)
         self._controllers = {
             v.node_id: PeerConnection(v.host, v.port, f"jepka-broker-{self.node_id}")
             for v in self.voters.values()

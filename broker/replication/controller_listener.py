@@ -20,12 +20,18 @@ SIZE = struct.Struct(">i")
 MAX_FRAME = 100 * 1024 * 1024
 
 Handler = Callable[[Any], Awaitable[Any]]
+BROKER_HEARTBEAT = 63
 
 
 class ControllerListener:
-    def __init__(self, handlers: dict[int, Handler]) -> None:
-        """``handlers`` maps an API key to a coroutine returning the response."""
+    def __init__(
+        self, handlers: dict[int, Handler], on_disconnect: Callable[[int], None] | None = None
+    ) -> None:
+        """``handlers`` maps an API key to a coroutine returning the response;
+        ``on_disconnect(broker_id)`` is told when a connection that carried that
+        broker's heartbeats is closed by its peer."""
         self.handlers = handlers
+        self.on_disconnect = on_disconnect
         self.server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -44,17 +50,19 @@ class ControllerListener:
         assert task is not None
         self._connections.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
+        heartbeats_from: set[int] = set()
         try:
             while True:
                 (size,) = SIZE.unpack(await reader.readexactly(SIZE.size))
                 if not 0 <= size <= MAX_FRAME:
                     log.warning("controller connection %s: frame of %d bytes", peer, size)
                     return
-                response = await self._handle(await reader.readexactly(size))
+                response = await self._handle(await reader.readexactly(size), heartbeats_from)
                 writer.write(response)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            for broker_id in heartbeats_from if self.on_disconnect else ():
+                self.on_disconnect(broker_id)
         except (DecodeError, WireError, LookupError) as e:
             log.warning("controller connection %s: %s; closing", peer, e)
         except Exception:
@@ -63,10 +71,12 @@ class ControllerListener:
             self._connections.discard(task)
             writer.close()
 
-    async def _handle(self, frame: bytes) -> bytes:
+    async def _handle(self, frame: bytes, heartbeats_from: set[int]) -> bytes:
         api_key, version, correlation_id = peek_header(frame)
         handler = self.handlers.get(api_key)
         if handler is None:
             raise LookupError(f"API {api_key} v{version} is not served here")
         _client, request = decode_request(frame, api_key, version)
+        if api_key == BROKER_HEARTBEAT:
+            heartbeats_from.add(int(request.broker_id))
         return encode_response(api_key, correlation_id, await handler(request))

@@ -67,3 +67,17 @@ def test_producer_id_blocks_advance_and_check_the_broker_epoch() -> None:
     assert (first.response.producer_id_start, second.response.producer_id_start) == (0, 100)  # type: ignore[attr-defined]
     assert manager.allocate(image, 2, 7).response.error_code is ErrorCode.stale_broker_epoch  # type: ignore[attr-defined]
     assert manager.allocate(image, 5, 1).response.error_code is ErrorCode.broker_id_not_registered  # type: ignore[attr-defined]
+
+
+def test_a_closed_heartbeat_connection_cuts_the_session_to_the_grace() -> None:
+    manager = ClusterControlManager(session_timeout_ms=9000)
+    image = cluster_image([1, 2, 3])
+    manager.reset_sessions(image, now_ms=0)
+    manager.disconnected(1, now_ms=1000, grace_ms=1500)
+    manager.disconnected(2, now_ms=1000, grace_ms=1500)
+    manager.heartbeat(image, BrokerHeartbeatRequest(2, 102, 0), 2000)  # alive: it came back
+    assert manager.expired(image, now_ms=2400) == []
+    assert manager.expired(image, now_ms=2600) == [1]
+    assert manager.expired(image, now_ms=9100) == [1, 3]  # 3 kept its whole session
+    manager.disconnected(3, now_ms=8000, grace_ms=1500)  # never lengthens a session
+    assert manager.expired(image, now_ms=9000) == [1, 3]

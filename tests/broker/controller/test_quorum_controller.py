@@ -15,6 +15,7 @@ from broker.controller.requests import (
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    ControllerConfig,
     CreatableTopic,
     CreatableTopicResult,
     ProducerIdsResponse,
@@ -219,3 +220,37 @@ def test_losing_the_whole_isr_honours_unclean_leader_election(unclean: str) -> N
         assert back is not None and back.leader == leader
     else:
         assert after.leader not in (-1, leader) and after.isr == (after.leader,)
+
+
+def grace_cluster() -> ControllerCluster:
+    """Sessions of 6 s, cut to 0.5 s when a broker's connection closes."""
+    config = ControllerConfig(session_timeout_ms=6000, disconnect_grace_ms=500)
+    cluster = ControllerCluster(3, 11, config)
+    cluster.add_brokers(1, 2, 3)
+    cluster.wait_active()
+    cluster.run_for(2000)
+    assert cluster.wait_active().loader.image.unfenced_brokers() == [1, 2, 3]
+    return cluster
+
+
+def test_a_broker_whose_connection_closed_is_fenced_after_the_grace() -> None:
+    cluster = grace_cluster()
+    active = cluster.wait_active()
+    dead = next(b for b in (1, 2, 3) if b != active.node_id)
+    cluster.brokers[dead].alive = False
+    active.broker_disconnected(dead)
+    cluster.run_for(1000)  # far less than the 6 s session
+    assert cluster.wait_active().loader.image.unfenced_brokers() == sorted({1, 2, 3} - {dead})
+    cluster.brokers[dead].alive = True
+    cluster.run_for(1000)
+    assert cluster.wait_active().loader.image.unfenced_brokers() == [1, 2, 3]
+
+
+def test_a_new_controller_gives_its_lost_predecessor_only_the_grace() -> None:
+    cluster = grace_cluster()
+    old = cluster.wait_active().node_id
+    cluster.crash(old)
+    cluster.brokers[old].alive = False  # the node's broker died with it
+    cluster.wait_active()
+    cluster.run_for(1500)
+    assert cluster.wait_active().loader.image.unfenced_brokers() == sorted({1, 2, 3} - {old})
