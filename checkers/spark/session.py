@@ -2,7 +2,9 @@
 
 Starting the JVM costs seconds, so callers that know a check is coming (the test
 runner, the test suite) call :func:`start_in_background` while other work runs;
-:func:`get_session` then returns the same session without waiting twice.
+:func:`get_session` then returns the same session without waiting twice — or a
+new one if the JVM died meanwhile (the OOM killer takes the biggest process), so
+one lost JVM does not fail every later check of a ``jepka suite``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import threading
 from concurrent.futures import Future
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
@@ -59,10 +62,16 @@ def _build(master: str) -> SparkSession:
 
 
 def start_in_background(master: str | None = None) -> Future[SparkSession]:
-    """Starts building the session for ``master`` on a thread; idempotent."""
+    """Starts building the session for ``master`` on a thread; idempotent while
+    the session lives, and builds a new one once its JVM is gone."""
     master = master or LOCAL_MASTER
     with _lock:
         fut = _pending.get(master)
+        dead = fut is not None and fut.done() and fut.exception() is None
+        if dead and not _alive(fut.result()):  # type: ignore[union-attr]
+            log.warning("the Spark JVM for %s is gone; starting a new session", master)
+            _forget()
+            fut = None
         if fut is None:
             fut = Future()
             _pending[master] = fut
@@ -80,6 +89,27 @@ def start_in_background(master: str | None = None) -> Future[SparkSession]:
 def get_session(master: str | None = None) -> SparkSession:
     """The shared session for ``master`` (``local[*]`` by default)."""
     return start_in_background(master).result()
+
+
+def _alive(session: SparkSession) -> bool:
+    try:
+        return not session.sparkContext._jsc.sc().isStopped()  # type: ignore[union-attr]
+    except Exception:  # py4j cannot reach the JVM any more
+        return False
+
+
+def _forget() -> None:
+    """Drops every session (they share the one JVM) and pyspark's singletons that
+    point at the dead JVM, so the next build launches a new one. Holds ``_lock``."""
+    _pending.clear()
+    gateway = SparkContext._gateway
+    if gateway is not None and getattr(gateway, "proc", None) is not None:
+        gateway.proc.poll()  # reap the dead JVM
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    SparkContext._active_spark_context = None
+    SparkContext._gateway = None
+    SparkContext._jvm = None
 
 
 def stop_session() -> None:
