@@ -47,12 +47,14 @@ BUGS: dict[str, Bug] = {
         ),
         Bug(
             "hw-truncation",
-            "pre-KIP-101 replication (Kafka before 0.11): a follower truncates to its high "
-            "watermark after a leader change and reconciles without leader epochs",
-            "lost-write and inconsistent-offsets: the follower drops an acknowledged tail "
+            "pre-KIP-101 replication (Kafka before 0.11): a replica truncates to its high "
+            "watermark on restart and after a leader change, and reconciles without leader "
+            "epochs",
+            "lost-write and inconsistent-offsets: the replica drops an acknowledged tail "
             "above its stale HW (lost if it leads next), or keeps a diverged one",
-            "on a leader change a follower cuts its log to its own HW instead of asking the "
-            "leader with OffsetForLeaderEpoch where its epoch ends",
+            "a replica recovered at start cuts its log to its checkpointed HW, and on a leader "
+            "change a follower cuts its log to its own HW, instead of asking the leader with "
+            "OffsetForLeaderEpoch where its epoch ends",
         ),
         Bug(
             "lso-off-by-one",

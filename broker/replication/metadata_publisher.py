@@ -1,7 +1,10 @@
 """Applies each committed metadata image to the broker (KRaft's
 ``BrokerMetadataPublisher``): the topic table the APIs answer from, the local
 replicas (opened, re-assigned with their new leader and epoch, or deleted) and the
-coordinators, which follow the leadership of their internal partitions."""
+coordinators, which follow the leadership of their internal partitions.
+
+With the ``hw-truncation`` bug a replica recovered at start first cuts its log to
+its checkpointed HW, whatever its role (the pre-KIP-101 rule on restart)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from broker import bugs
 from broker.config import topic_config
 from broker.log.log import Log
 from broker.metadata.image import MetadataDelta, MetadataImage
@@ -77,6 +81,11 @@ class BrokerMetadataPublisher:
                 settings = topic_config(self.broker.config, topic.configs)
                 plog = Log.open(directory, settings, manager.ledger, self.clean_start)
                 hw = manager.recovered_hws.get(tp, 0)
+                if bugs.active("hw-truncation") and hw < plog.next_offset:
+                    # pre-KIP-101 (M-7.1): a restarted replica cannot tell whether its
+                    # records above the checkpointed HW were committed and cuts them
+                    log.info("truncating %s-%d from %d to its HW %d", *tp, plog.next_offset, hw)
+                    plog.truncate_to(hw)
                 partition = ReplicatedPartition(tp[0], tp[1], plog, assignment, node, hw)
                 partition.on_caught_up = self.on_caught_up
                 manager.partitions[tp] = partition
