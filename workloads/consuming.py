@@ -36,6 +36,11 @@ class KeyConsumer:
         self.assigned: list[int] = []
         self.subscribed = False
         self.first_polled: dict[int, int] = {}
+        # Each assigned key's next offset, tracked here rather than asked of
+        # librdkafka: Consumer.position holds the GIL, and a librdkafka lock-order
+        # deadlock during a leader failure (OffsetForLeaderEpoch re-querying the
+        # leader, librdkafka issue 5476) then froze every thread of the run.
+        self.positions: dict[int, int] = {}
         self.rebalance_log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -44,11 +49,7 @@ class KeyConsumer:
         self.first_polled = {}
 
     def assign(self, keys: list[int], from_beginning: bool) -> None:
-        positions: dict[int, int] = {}
-        if not from_beginning and self.assigned and not self.subscribed:
-            for tp in self.consumer.position([TP(*topic_partition(k)) for k in self.assigned]):
-                if tp.error is None and tp.offset >= 0:
-                    positions[key_of(tp.topic, tp.partition)] = tp.offset
+        kept = self.positions if not from_beginning and not self.subscribed else {}
         # Newly assigned keys start at the beginning: assign-mode consumers
         # commit nothing, so Kafka's "committed, else earliest" is the same
         # thing without asking a group coordinator. Offset 0 *is* the
@@ -62,7 +63,8 @@ class KeyConsumer:
             old, self.consumer = self.consumer, Consumer(self.config)
             self.subscribed = False
             _close_in_background(old, 0)
-        self.consumer.assign([TP(*topic_partition(k), positions.get(k, start)) for k in keys])
+        self.positions = {k: kept.get(k, start) for k in keys}
+        self.consumer.assign([TP(*topic_partition(k), self.positions[k]) for k in keys])
         self.assigned = list(keys)
 
     def subscribe(self, keys: list[int]) -> None:
@@ -78,6 +80,7 @@ class KeyConsumer:
         )
         self.subscribed = True
         self.assigned = []
+        self.positions = {}
 
     def _log(self, kind: str, partitions: list[TP]) -> None:
         keys = sorted(key_of(tp.topic, tp.partition) for tp in partitions)
@@ -121,6 +124,7 @@ class KeyConsumer:
                 ) from None
             out.setdefault(key, []).append([offset, value])
             self.first_polled.setdefault(key, offset)
+            self.positions[key] = offset + 1
         return out
 
     def next_offsets(self, polled: dict[int, list[list[int]]]) -> list[TP]:
@@ -148,6 +152,7 @@ class KeyConsumer:
         for key, offset in sorted(self.first_polled.items()):
             try:
                 self.consumer.seek(TP(*topic_partition(key), offset))
+                self.positions[key] = offset
             except KafkaException as e:
                 log.warning("could not roll key %s back to %s: %s", key, offset, e)
         self.first_polled = {}
