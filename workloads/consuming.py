@@ -37,10 +37,13 @@ class KeyConsumer:
         self.subscribed = False
         self.first_polled: dict[int, int] = {}
         # Each assigned key's next offset, tracked here rather than asked of
-        # librdkafka: Consumer.position holds the GIL, and a librdkafka lock-order
-        # deadlock during a leader failure (OffsetForLeaderEpoch re-querying the
-        # leader, librdkafka issue 5476) then froze every thread of the run.
+        # librdkafka, and a new assignment goes to a fresh consumer: position,
+        # assign and seek hold the GIL, and on a consumer caught in librdkafka's
+        # lock-order deadlock around a leader failure (OffsetForLeaderEpoch
+        # re-querying the leader, librdkafka issue 5476) they froze every thread
+        # of the run. A deadlocked consumer is only ever closed, off the GIL.
         self.positions: dict[int, int] = {}
+        self._used = False  # assigned or subscribed since it was created
         self.rebalance_log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -56,22 +59,27 @@ class KeyConsumer:
         # beginning of jepka's fresh topics and needs no ListOffsets round
         # trip; were the log start later, auto.offset.reset=earliest applies.
         start = FIRST_OFFSET if from_beginning else self.start
-        if self.subscribed:
-            # librdkafka's unsubscribe is asynchronous: the revoke it triggers
-            # arrives on a later poll and unassigns whatever was assigned in
-            # between. Leaving the group with a fresh consumer avoids that.
-            old, self.consumer = self.consumer, Consumer(self.config)
-            self.subscribed = False
-            _close_in_background(old, 0)
-        self.positions = {k: kept.get(k, start) for k in keys}
-        self.consumer.assign([TP(*topic_partition(k), self.positions[k]) for k in keys])
-        self.assigned = list(keys)
+        # (A fresh consumer also leaves a group at once: librdkafka's unsubscribe
+        # is asynchronous, and the revoke it triggers would arrive on a later
+        # poll and unassign whatever was assigned in between.)
+        self.subscribed = False
+        self._assign_fresh({k: kept.get(k, start) for k in keys})
+
+    def _assign_fresh(self, positions: dict[int, int]) -> None:
+        """Assigns ``positions`` to a consumer that has never been assigned or
+        subscribed: this one if so, else a new one."""
+        self._replace_if_used()
+        self._used = True
+        self.positions = dict(positions)
+        self.consumer.assign([TP(*topic_partition(k), o) for k, o in positions.items()])
+        self.assigned = list(positions)
 
     def subscribe(self, keys: list[int]) -> None:
         """Subscribes to the topics of ``keys``; rebalances are logged as
         ``{"type": "assigned"|"revoked", "keys": [...]}`` for the next op."""
-        if self.assigned and not self.subscribed:
-            self.consumer.unassign()  # a manual assignment must go before joining a group
+        if not self.subscribed:
+            self._replace_if_used()  # a manual assignment must go before joining a group
+        self._used = True
         self.consumer.subscribe(
             topics(keys),
             on_assign=self._on_assign,
@@ -81,6 +89,12 @@ class KeyConsumer:
         self.subscribed = True
         self.assigned = []
         self.positions = {}
+
+    def _replace_if_used(self) -> None:
+        if self._used:
+            old, self.consumer = self.consumer, Consumer(self.config)
+            _close_in_background(old, 0)
+            self._used = False
 
     def _log(self, kind: str, partitions: list[TP]) -> None:
         keys = sorted(key_of(tp.topic, tp.partition) for tp in partitions)
@@ -148,7 +162,13 @@ class KeyConsumer:
             self.consumer.commit(offsets=offsets, asynchronous=False)
 
     def rollback(self) -> None:
-        """Seeks each key polled since ``begin_op`` back to its first offset."""
+        """Moves each key polled since ``begin_op`` back to its first offset: a
+        fresh consumer when assigned, a seek within the group when subscribed."""
+        if not self.subscribed:
+            if self.first_polled:
+                self._assign_fresh({**self.positions, **self.first_polled})
+            self.first_polled = {}
+            return
         for key, offset in sorted(self.first_polled.items()):
             try:
                 self.consumer.seek(TP(*topic_partition(key), offset))
