@@ -204,6 +204,10 @@ class Interpreter:
                 log.info("%s", o["value"])
                 gen = nxt
                 continue
+            if kind == "op-timeout":
+                self.op_timeout_ns = int(o["value"])
+                gen = nxt
+                continue
             ctx = ctx.with_time(self.now()).busy(thread)
             o["time"] = ctx.time
             if kind != "sleep":

@@ -127,6 +127,9 @@ def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterato
             nemesis.teardown(test)
 
 
+MIN_FINAL_OP_TIMEOUT_S = 5.0
+
+
 def build_generator(spec: TestSpec, workload: Any, package: Any) -> gen.Generator | None:
     """Main phase (workload at ``rate`` under the fault schedule, for
     ``time_limit``), then the heal, the recovery wait, and the final reads."""
@@ -138,6 +141,9 @@ def build_generator(spec: TestSpec, workload: Any, package: Any) -> gen.Generato
         gen.on_nemesis(heal),
         gen.log("waiting for recovery"),
         gen.sleep(spec.recovery_time),
+        # a third of the final phase per op: a client stuck in librdkafka past
+        # its own timeouts must not use up the time the final reads need
+        gen.op_timeout(max(MIN_FINAL_OP_TIMEOUT_S, spec.final_time_limit / 3)),
         gen.time_limit(spec.final_time_limit, workload.final_generator),
     )
 

@@ -24,7 +24,16 @@ from harness.generator.context import NEMESIS, Context
 from harness.generator.core import PENDING, Generator, GenLike, OpDict, OpResult, lift
 from harness.generator.rand import Rand
 from harness.generator.simulate import simulate
-from harness.generator.timing import delay, log, seconds, sleep, stagger, time_limit, timeline
+from harness.generator.timing import (
+    delay,
+    log,
+    op_timeout,
+    seconds,
+    sleep,
+    stagger,
+    time_limit,
+    timeline,
+)
 
 __all__ = [
     "NEMESIS",
@@ -49,6 +58,7 @@ __all__ = [
     "on_nemesis",
     "on_threads",
     "once",
+    "op_timeout",
     "phases",
     "repeat",
     "seconds",

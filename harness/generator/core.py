@@ -9,8 +9,8 @@ A generator says what to do next, purely (Jepsen's ``jepsen.generator``):
 * ``update(test, ctx, event)`` returns the generator after an invocation or a
   completion happened, so generators can react to results.
 
-An op dict carries ``type`` (``"invoke"``, or ``"sleep"``/``"log"`` for the
-interpreter's own pseudo-ops), ``process``, ``time`` (ns since the test
+An op dict carries ``type`` (``"invoke"``, or ``"sleep"``/``"log"``/``"op-timeout"``
+for the interpreter's own pseudo-ops), ``process``, ``time`` (ns since the test
 started, the earliest time it may run) and ``f``/``value``. Time comes only
 from ``ctx``, randomness only from a :class:`~harness.generator.rand.Rand` a
 generator carries: that is what makes a run replay exactly from its seed.

@@ -15,7 +15,7 @@ from typing import Any
 from harness.generator.context import Context
 from harness.generator.core import PENDING, GenLike, OpDict, lift
 
-PSEUDO_TYPES = frozenset({"sleep", "log"})
+PSEUDO_TYPES = frozenset({"sleep", "log", "op-timeout"})
 
 
 def ok_completion(invocation: OpDict) -> OpDict:

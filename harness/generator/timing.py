@@ -123,6 +123,13 @@ def log(message: str) -> Generator:
     return OneOp({"type": "log", "value": message})
 
 
+def op_timeout(dt: float) -> Generator:
+    """From here on, an op without an answer after ``dt`` seconds completes
+    ``info`` (a pseudo-op the history never shows): the final reads must not
+    wait out a main-phase budget for one client stuck in its library."""
+    return OneOp({"type": "op-timeout", "value": seconds(dt)})
+
+
 class Timeline(Generator):
     """Ops at fixed times (ns since the test started): how a precomputed,
     seeded fault schedule is played. The times are absolute on purpose: a

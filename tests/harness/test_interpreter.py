@@ -230,3 +230,39 @@ def test_a_client_call_that_never_returns_times_out_as_info() -> None:
     assert [(o["value"], o["type"]) for o in done] == [(0, "ok"), (1, "info"), (2, "ok"), (3, "ok")]
     assert done[1]["error"] == "timeout: no answer in 0.3 s"
     assert [o["process"] for o in done] == [0, 0, 1, 1]  # a fresh process after the timeout
+
+
+def test_an_op_timeout_pseudo_op_sets_the_timeout_for_the_ops_after_it() -> None:
+    release = threading.Event()
+
+    class Hangs(NoopClient):
+        def invoke(self, test: Any, op: dict) -> dict:
+            if op["value"] in (1, 3):
+                release.wait(30)
+            return {**op, "type": "ok"}
+
+    history: list[dict] = []
+    first = [{"f": "w", "value": v} for v in range(2)]
+    final = [{"f": "r", "value": v} for v in range(2, 5)]
+    it = Interpreter(
+        {},
+        g.phases(g.on_clients(first), g.op_timeout(0.2), g.on_clients(final)),
+        client=Hangs(),
+        nemesis=NoopNemesis(),
+        concurrency=1,
+        journal=history.append,
+        op_timeout_s=1.5,
+    )
+    outcome = it.run()
+    release.set()
+    check_well_formed(history)
+    assert not outcome.interrupted
+    done = [o for o in history if o["type"] != "invoke"]
+    assert [(o["value"], o["type"]) for o in done] == [
+        (0, "ok"), (1, "info"), (2, "ok"), (3, "info"), (4, "ok"),
+    ]  # fmt: skip
+    assert [o["error"] for o in done if o["type"] == "info"] == [
+        "timeout: no answer in 1.5 s",
+        "timeout: no answer in 0.2 s",
+    ]
+    assert all(o["type"] != "op-timeout" for o in history)  # never in the history
