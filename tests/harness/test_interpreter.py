@@ -202,21 +202,27 @@ def test_stop_is_noticed_while_waiting_for_a_far_future_op() -> None:
     assert [o["f"] for o in history] == ["now", "now"]
 
 
+class Hangs(NoopClient):
+    """Answers every op ok, except that ops with a value in ``stuck`` wait for
+    ``release`` (at most 30 s) first."""
+
+    def __init__(self, stuck: set[int], release: threading.Event) -> None:
+        self.stuck, self.release = stuck, release
+
+    def invoke(self, test: Any, op: dict) -> dict:
+        if op["value"] in self.stuck:
+            self.release.wait(30)
+        return {**op, "type": "ok"}
+
+
 def test_a_client_call_that_never_returns_times_out_as_info() -> None:
     release = threading.Event()
-
-    class Hangs(NoopClient):
-        def invoke(self, test: Any, op: dict) -> dict:
-            if op["value"] == 1:
-                release.wait(30)
-            return {**op, "type": "ok"}
-
     history: list[dict] = []
     ops = [{"f": "w", "value": v} for v in range(4)]
     it = Interpreter(
         {},
         g.on_clients(ops),
-        client=Hangs(),
+        client=Hangs({1}, release),
         nemesis=NoopNemesis(),
         concurrency=1,
         journal=history.append,
@@ -234,20 +240,13 @@ def test_a_client_call_that_never_returns_times_out_as_info() -> None:
 
 def test_an_op_timeout_pseudo_op_sets_the_timeout_for_the_ops_after_it() -> None:
     release = threading.Event()
-
-    class Hangs(NoopClient):
-        def invoke(self, test: Any, op: dict) -> dict:
-            if op["value"] in (1, 3):
-                release.wait(30)
-            return {**op, "type": "ok"}
-
     history: list[dict] = []
     first = [{"f": "w", "value": v} for v in range(2)]
     final = [{"f": "r", "value": v} for v in range(2, 5)]
     it = Interpreter(
         {},
         g.phases(g.on_clients(first), g.op_timeout(0.2), g.on_clients(final)),
-        client=Hangs(),
+        client=Hangs({1, 3}, release),
         nemesis=NoopNemesis(),
         concurrency=1,
         journal=history.append,
