@@ -131,12 +131,25 @@ class Frames:
     @cached_property
     def sends(self) -> DataFrame:
         """Sends, with ``committed``: the op is OK, or it is info and an OK poll saw one
-        of its sends (Jepsen's must-have-committed?)."""
+        of its sends (Jepsen's must-have-committed?).
+
+        A value sent by more than one op (an eos copy retried after an info copy
+        re-sends what it copied) proves an info send only where it was read: at
+        that send's offset, when the send knows it."""
         sends = self.mops.where(F.col("mop") == "send")
+        senders = sends.groupBy("key", "value").agg(F.countDistinct("index").alias("senders"))
+        info = sends.where(F.col("type") == "info").join(senders, ["key", "value"])
+        by_value = (F.col("senders") == 1) | F.col("offset").isNull()
+        ok_reads = self.reads.where(F.col("type") == "ok")
         seen_info = (
-            sends.where(F.col("type") == "info")
+            info.where(by_value)
             .join(self.ok_read_values, ["key", "value"], "left_semi")
             .select("index")
+            .unionByName(
+                info.where(~by_value)
+                .join(ok_reads.select("key", "value", "offset"), ["key", "value", "offset"])
+                .select("index")
+            )
             .distinct()
             .withColumn("seen", F.lit(True))
         )
@@ -151,8 +164,9 @@ class Frames:
 
     @cached_property
     def writers(self) -> DataFrame:
-        """(key, value) → the op that sent it (the earliest, should values repeat)."""
-        w = Window.partitionBy("key", "value").orderBy("index")
+        """(key, value) → the op that sent it (the earliest that must have committed,
+        should values repeat)."""
+        w = Window.partitionBy("key", "value").orderBy(F.col("committed").desc(), "index")
         return (
             self.sends.withColumn("n", F.row_number().over(w))
             .where(F.col("n") == 1)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from checkers import check
 from checkers.explain import explain
 from tests.checkers import workload_scenarios as ws
-from tests.checkers.dsl import History, poll
+from tests.checkers.dsl import History, poll, send
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -138,3 +138,27 @@ def test_group_rules_match_brute_force(spark, case) -> None:
         for i in result["anomalies"].get("split-ownership", [])
     }
     assert pairs == overlaps
+
+
+def retried_copy(read_aborted: bool) -> History:
+    """An info copy sends 2 to the output at offset 2 and its transaction aborts
+    (offset 3 is its abort marker); an OK retry copies 2 again, to offset 4.
+    A read_committed reader goes 0 → 4, unless ``read_aborted``."""
+    h = History()
+    out = ws.SHIFT
+    h.txn(1, [send(0, 1, 0), send(0, 2, 1)])
+    ws.copy(h, 2, {0: [(0, 1)]}, [(out, 1, 0)])
+    ws.copy(h, 3, {0: [(1, 2)]}, [(out, 2, 2)], "info")
+    ws.copy(h, 4, {0: [(1, 2)]}, [(out, 2, 4)])
+    output = [(0, 1), (2, 2), (4, 2)] if read_aborted else [(0, 1), (4, 2)]
+    h.txn(5, [poll({0: [(0, 1), (1, 2)], out: output})])
+    return h
+
+
+def test_a_retried_copy_of_an_aborted_info_copy_is_no_duplicate(spark) -> None:
+    """The info copy's send is proven only by a read at its own offset: the
+    retry's record, read at offset 4, says nothing about offset 2."""
+    clean = check(retried_copy(read_aborted=False).table(), spark=spark)
+    assert clean["valid"] is True, sorted(clean["anomalies"])
+    dirty = check(retried_copy(read_aborted=True).table(), spark=spark)
+    assert {"duplicate", "eos-duplicate"} <= set(dirty["anomalies"]), sorted(dirty["anomalies"])
