@@ -120,4 +120,4 @@ def print_summary(result: dict[str, Any], out: Path | None) -> None:
         )
     console.print(f"checked in {result['timings'].get('total', 0):.1f} s")
     if out is not None:
-        console.print(f"results: {out}")
+        console.print(f"results: {out}", soft_wrap=True)  # a path stays copyable
