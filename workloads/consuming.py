@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
@@ -23,6 +24,8 @@ from workloads.keys import key_of, topic_partition, topics
 log = logging.getLogger(__name__)
 
 MAX_RECORDS = 500
+LEAVE_S = 5.0  # how long a replaced group member may take to leave
+ABANDONED: list[Consumer] = []  # group members that never left: kept, not closed
 FIRST_OFFSET = 0
 
 
@@ -44,6 +47,7 @@ class KeyConsumer:
         # of the run. A deadlocked consumer is only ever closed, off the GIL.
         self.positions: dict[int, int] = {}
         self._used = False  # assigned or subscribed since it was created
+        self._leaving: dict[int, threading.Event] = {}  # replaced group members
         self.rebalance_log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -62,8 +66,8 @@ class KeyConsumer:
         # (A fresh consumer also leaves a group at once: librdkafka's unsubscribe
         # is asynchronous, and the revoke it triggers would arrive on a later
         # poll and unassign whatever was assigned in between.)
-        self.subscribed = False
         self._assign_fresh({k: kept.get(k, start) for k in keys})
+        self.subscribed = False
 
     def _assign_fresh(self, positions: dict[int, int]) -> None:
         """Assigns ``positions`` to a consumer that has never been assigned or
@@ -93,7 +97,7 @@ class KeyConsumer:
     def _replace_if_used(self) -> None:
         if self._used:
             old, self.consumer = self.consumer, Consumer(self.config)
-            _close_in_background(old, 0)
+            self._close_in_background(old, 0, self.subscribed)
             self._used = False
 
     def _log(self, kind: str, partitions: list[TP]) -> None:
@@ -109,6 +113,10 @@ class KeyConsumer:
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TP]) -> None:
         self._log("revoked", partitions)
+        left = self._leaving.get(id(consumer))
+        if left is not None:  # a replaced consumer leaving its group
+            left.set()
+            return
         gone = {key_of(p.topic, p.partition) for p in partitions}
         self.assigned = [k for k in self.assigned if k not in gone]
 
@@ -178,21 +186,40 @@ class KeyConsumer:
         self.first_polled = {}
 
     def close(self, timeout_s: float = 5.0) -> None:
-        _close_in_background(self.consumer, timeout_s)
+        self._close_in_background(self.consumer, timeout_s, self.subscribed)
 
+    def _close_in_background(self, consumer: Consumer, wait_s: float, grouped: bool) -> None:
+        """Closes a consumer on a daemon thread, waiting at most ``wait_s``: a
+        consumer leaving its group can block on a partitioned coordinator, and a
+        dead process must not hang the run.
 
-def _close_in_background(consumer: Consumer, wait_s: float) -> None:
-    """Closes a consumer on a daemon thread, waiting at most ``wait_s``: a
-    consumer leaving its group can block on a partitioned coordinator, and a
-    dead process must not hang the run."""
+        A group member first leaves its group while polling, so that its revoke
+        is served there: a revoke served inside ``close`` makes confluent-kafka
+        call ``rd_kafka_assign`` with the GIL held, and that call can hang for
+        good (librdkafka issue 4884), freezing every thread of the run. A member
+        whose revoke does not come within ``LEAVE_S`` is left unclosed."""
+        left = threading.Event()
+        if grouped:
+            self._leaving[id(consumer)] = left
 
-    def close() -> None:
-        try:
-            consumer.close()
-        except (KafkaException, RuntimeError) as e:
-            log.debug("consumer close: %s", e)
+        def close() -> None:
+            try:
+                if grouped:
+                    consumer.unsubscribe()
+                    deadline = time.monotonic() + LEAVE_S
+                    while not left.is_set() and time.monotonic() < deadline:
+                        consumer.consume(MAX_RECORDS, 0.1)
+                    if not left.is_set():
+                        log.warning("a replaced group consumer never left its group; not closed")
+                        ABANDONED.append(consumer)  # never collected: that would close it
+                        return
+                consumer.close()
+            except (KafkaException, RuntimeError) as e:
+                log.debug("consumer close: %s", e)
+            finally:
+                self._leaving.pop(id(consumer), None)
 
-    t = threading.Thread(target=close, daemon=True, name="jepka-consumer-close")
-    t.start()
-    if wait_s > 0:
-        t.join(wait_s)
+        t = threading.Thread(target=close, daemon=True, name="jepka-consumer-close")
+        t.start()
+        if wait_s > 0:
+            t.join(wait_s)
