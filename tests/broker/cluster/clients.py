@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -80,3 +81,20 @@ def read_partition(
     finally:
         consumer.close()
     return values
+
+
+def partition_state(bootstrap: str, topic: str) -> tuple[int, list[int]]:
+    """Partition 0's (leader, sorted ISR), from a Metadata request."""
+    partition = admin(bootstrap).list_topics(topic, timeout=10).topics[topic].partitions[0]
+    return partition.leader, sorted(partition.isrs)
+
+
+def wait_state(
+    bootstrap: str, topic: str, check: Callable[[int, list[int]], bool], timeout: float = 60
+) -> tuple[int, list[int]]:
+    """Polls partition 0's state until ``check(leader, isr)``; returns that state."""
+    deadline = time.monotonic() + timeout
+    while not check(*(state := partition_state(bootstrap, topic))):
+        assert time.monotonic() < deadline, state
+        time.sleep(0.1)
+    return state

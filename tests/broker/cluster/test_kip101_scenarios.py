@@ -55,7 +55,13 @@ from broker.log.ledger import read_ledger
 from broker.replication.local_cluster import LocalCluster
 from nemesis.disk import truncation_plan
 from tests.broker.batches import read_values
-from tests.broker.cluster.clients import admin, create_topic, produce, read_partition
+from tests.broker.cluster.clients import (
+    admin,
+    create_topic,
+    produce,
+    read_partition,
+    wait_state,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 SESSION_MS = 2000
@@ -66,21 +72,6 @@ SETTINGS = (f"broker.session.timeout.ms={SESSION_MS}",)
 #: scenario A's HW checkpoint interval: the staging from A's checkpoint of HW=1 to its
 #: kill takes a fraction of it
 CHECKPOINT_MS = 5000
-
-
-def partition_state(bootstrap: str, topic: str) -> tuple[int, list[int]]:
-    partition = admin(bootstrap).list_topics(topic, timeout=10).topics[topic].partitions[0]
-    return partition.leader, sorted(partition.isrs)
-
-
-def wait_state(
-    bootstrap: str, topic: str, check: Callable[[int, list[int]], bool], timeout: float = 30
-) -> tuple[int, list[int]]:
-    deadline = time.monotonic() + timeout
-    while not check(*(state := partition_state(bootstrap, topic))):
-        assert time.monotonic() < deadline, state
-        time.sleep(0.1)
-    return state
 
 
 def topic_off_the_controller(cluster: LocalCluster, **configs: str) -> tuple[str, list[int]]:

@@ -11,21 +11,16 @@ from collections.abc import Callable
 import pytest
 
 from broker.replication.local_cluster import LocalCluster
-from tests.broker.cluster.clients import admin, create_topic, produce, read_partition
+from tests.broker.cluster.clients import (
+    admin,
+    create_topic,
+    partition_state,
+    produce,
+    read_partition,
+    wait_state,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
-
-
-def partition_state(bootstrap: str, topic: str) -> tuple[int, list[int]]:
-    partition = admin(bootstrap).list_topics(timeout=10).topics[topic].partitions[0]
-    return partition.leader, sorted(partition.isrs)
-
-
-def wait_state(bootstrap: str, topic: str, check: Callable[[int, list[int]], bool]) -> None:
-    deadline = time.monotonic() + 60
-    while not check(*partition_state(bootstrap, topic)):
-        assert time.monotonic() < deadline, partition_state(bootstrap, topic)
-        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("bug", [False, True], ids=["correct", "unclean-election"])
