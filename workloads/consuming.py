@@ -180,7 +180,6 @@ class KeyConsumer:
         for key, offset in sorted(self.first_polled.items()):
             try:
                 self.consumer.seek(TP(*topic_partition(key), offset))
-                self.positions[key] = offset
             except KafkaException as e:
                 log.warning("could not roll key %s back to %s: %s", key, offset, e)
         self.first_polled = {}
