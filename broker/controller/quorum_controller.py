@@ -74,8 +74,12 @@ class QuorumController:
         rng: random.Random,
         config: ControllerConfig | None = None,
         loader: MetadataLoader | None = None,
+        peer_gone: Callable[[int], bool] = lambda _node: False,
     ) -> None:
+        """``peer_gone(node)`` tells whether this node found no process behind that
+        voter's address (refused or closed connections, not a silence)."""
         self.node_id = node_id
+        self.peer_gone = peer_gone
         self.clock = clock
         self.config = config or ControllerConfig()
         self.loader = loader or MetadataLoader()
@@ -120,9 +124,10 @@ class QuorumController:
             self.image = self.loader.image
             now_ms = self.clock.now_ms()
             self.cluster.reset_sessions(self.image, now_ms)
-            if previous not in (None, self.node_id):
-                # the quorum lost the old controller: its node gets the grace a
-                # closed connection gets; alive, it heartbeats here within it
+            if previous not in (None, self.node_id) and self.peer_gone(previous):
+                # the old controller's process is gone (a kill, not a pause or a
+                # partition): its node gets the grace a closed heartbeat connection
+                # gets; restarted, it heartbeats here within it
                 self.cluster.disconnected(previous, now_ms, self.config.disconnect_grace_ms)
             log.info("node %d: active controller in epoch %d", self.node_id, epoch)
         elif self._active_epoch is not None:

@@ -72,6 +72,7 @@ class ClusterNode:
                 unclean_leader_election=config["unclean.leader.election.enable"]
                 or bugs.active("unclean-election"),
             ),
+            peer_gone=lambda node: self.transport.peer_gone(node),
         )
         self.publisher = BrokerMetadataPublisher(broker)
         self.fetchers = ReplicaFetchers(

@@ -60,6 +60,7 @@ class PeerConnection:
         self._lock = asyncio.Lock()
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._correlation = 0
+        self.gone = False  # the last attempt found no process at the address
 
     @property
     def busy(self) -> bool:
@@ -69,13 +70,18 @@ class PeerConnection:
         """Sends ``entity`` and returns the peer's response; raises ``PeerError``."""
         async with self._lock:
             try:
-                return await asyncio.wait_for(self._exchange(entity), timeout)
-            except (OSError, EOFError, TimeoutError, asyncio.IncompleteReadError) as e:
+                response = await asyncio.wait_for(self._exchange(entity), timeout)
+            except (OSError, EOFError) as e:  # IncompleteReadError is an EOFError
+                # refused, reset or closed by the peer's kernel: its process is
+                # gone; a timeout (paused peer, dropped packets) says nothing
+                self.gone = isinstance(e, ConnectionError | EOFError)
                 self.close()
                 raise PeerError(f"{self.host}:{self.port}: {type(e).__name__}: {e}") from None
             except (ValueError, struct.error) as e:  # undecodable bytes
                 self.close()
                 raise PeerError(f"{self.host}:{self.port}: bad response: {e}") from None
+            self.gone = False
+            return response
 
     async def _exchange(self, entity: Any) -> Any:
         if self._streams is None:

@@ -45,6 +45,12 @@ class RaftTransport:
         self._inbound = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
+    def peer_gone(self, node_id: int) -> bool:
+        """Whether the last request to that voter found no process behind its
+        address (see ``PeerConnection.gone``)."""
+        peer = self._peers.get(node_id)
+        return peer is not None and peer.gone
+
     # -- NetworkChannel ------------------------------------------------------------------
     def send(self, envelope: m.Envelope) -> None:
         if not envelope.is_request:

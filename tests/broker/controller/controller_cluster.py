@@ -47,6 +47,7 @@ class ControllerCluster(SimCluster):
             self.clock,
             random.Random(self.seed * 1000 + node.node_id),
             self.controller_config,
+            peer_gone=lambda other: other not in {n.node_id for n in self.live()},
         )
         self.controllers[node.node_id] = controller
         return controller

@@ -254,3 +254,17 @@ def test_a_new_controller_gives_its_lost_predecessor_only_the_grace() -> None:
     cluster.wait_active()
     cluster.run_for(1500)
     assert cluster.wait_active().loader.image.unfenced_brokers() == sorted({1, 2, 3} - {old})
+
+
+def test_a_new_controller_gives_a_silent_predecessor_its_whole_session() -> None:
+    """A paused or cut-off controller node is still there: only a process that is
+    gone gets the grace, so a pause fences the same whichever node it hits."""
+    cluster = grace_cluster()
+    old = cluster.wait_active().node_id
+    cluster.network.partition([{old}, {1, 2, 3} - {old}])
+    cluster.brokers[old].alive = False  # its broker is silent too
+    cluster.run_for(1500)
+    assert cluster.wait_active().node_id != old
+    assert cluster.wait_active().loader.image.unfenced_brokers() == [1, 2, 3]
+    cluster.run_for(6000)
+    assert cluster.wait_active().loader.image.unfenced_brokers() == sorted({1, 2, 3} - {old})
