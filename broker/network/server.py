@@ -70,7 +70,8 @@ class Connection:
     async def _read_frame(self) -> bytes:
         idle_ms = self.broker.config["connections.max.idle.ms"]
         try:
-            prefix = await asyncio.wait_for(self.reader.readexactly(SIZE.size), idle_ms / 1000)
+            async with asyncio.timeout(idle_ms / 1000):
+                prefix = await self.reader.readexactly(SIZE.size)
         except TimeoutError:
             log.info("connection %s: idle for %d ms; closing", self.peer, idle_ms)
             raise ConnectionClosed from None
@@ -150,6 +151,8 @@ class SocketServer:
         self._connections.add(task)
         try:
             await Connection(self.broker, reader, writer).serve()
+        except asyncio.CancelledError:
+            pass  # stopped by stop(); ending quietly spares 3.11's stream callback an error
         finally:
             self._connections.discard(task)
 

@@ -70,7 +70,11 @@ class PeerConnection:
         """Sends ``entity`` and returns the peer's response; raises ``PeerError``."""
         async with self._lock:
             try:
-                response = await asyncio.wait_for(self._exchange(entity), timeout)
+                # a timeout scope, not wait_for: on 3.11 wait_for swallows a
+                # cancellation that meets the exchange's end, and a fetcher loop
+                # cancelled at shutdown then runs on and hangs the stop
+                async with asyncio.timeout(timeout):
+                    response = await self._exchange(entity)
             except (OSError, EOFError) as e:  # IncompleteReadError is an EOFError
                 # refused, reset or closed by the peer's kernel: its process is
                 # gone; a timeout (paused peer, dropped packets) says nothing

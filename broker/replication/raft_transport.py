@@ -89,7 +89,8 @@ class RaftTransport:
         self._answers[key] = answer
         self.driver.deliver(m.Envelope(key[0], self.node_id, key[1], body))
         try:
-            return wire.to_wire(await asyncio.wait_for(answer, self.timeout))
+            async with asyncio.timeout(self.timeout):
+                return wire.to_wire(await answer)
         finally:
             self._answers.pop(key, None)
 

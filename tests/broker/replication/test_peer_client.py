@@ -48,3 +48,36 @@ async def _gone_after_failure(handler: Handler | None) -> bool:
 )
 def test_only_refused_or_closed_means_gone(handler: Handler | None, gone: bool) -> None:
     assert asyncio.run(_gone_after_failure(handler)) is gone
+
+
+def test_a_cancel_that_meets_the_end_of_an_exchange_is_not_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fetcher loop cancelled at shutdown just as its peer closes the connection
+    must stop, not retry forever (3.11's ``wait_for`` returned the exchange's
+    outcome instead and the stop hung)."""
+
+    async def scenario() -> None:
+        peer = PeerConnection("127.0.0.1", 9, "t")
+        attempts = 0
+
+        async def exchange(_entity: object) -> object:
+            nonlocal attempts
+            attempts += 1
+            loop_task.cancel()  # the stop arrives as the peer hangs up
+            raise ConnectionResetError("closed by peer")
+
+        monkeypatch.setattr(peer, "_exchange", exchange)
+
+        async def fetch_loop() -> None:
+            while True:
+                try:
+                    await peer.request(REQUEST, 1.0)
+                except PeerError:
+                    await asyncio.sleep(0.01)
+
+        loop_task = asyncio.create_task(fetch_loop())
+        done, _ = await asyncio.wait([loop_task], timeout=2)
+        assert done and loop_task.cancelled() and attempts == 1
+
+    asyncio.run(scenario())
