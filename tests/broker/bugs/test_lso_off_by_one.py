@@ -4,6 +4,7 @@ of it. A real transactional confluent-kafka producer, a raw Fetch to see the byt
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -42,7 +43,12 @@ def test_read_committed_fetch_of_an_open_transaction(
             assert committed.last_stable_offset == 0
             assert read_values(committed.records or b"") == []
         producer.abort_transaction(30)
-        after = fetch(client, "lso", read_committed=True)
+        # EndTxn answers once the abort is prepared; the marker (offset 2) is
+        # written after, as in Kafka, and then the LSO moves past it
+        deadline = time.monotonic() + 30
+        while (after := fetch(client, "lso", read_committed=True)).last_stable_offset < 3:
+            assert time.monotonic() < deadline, "the abort marker never landed"
+            time.sleep(0.05)
         # The record read above belongs to an aborted transaction: an aborted read.
         assert [t.first_offset for t in after.aborted_transactions] == [0]
     finally:
