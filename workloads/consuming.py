@@ -35,6 +35,7 @@ class KeyConsumer:
     def __init__(self, config: dict[str, Any], start: int = FIRST_OFFSET) -> None:
         self.config = config
         self.consumer = Consumer(config)
+        self._assigned_metadata = self.consumer.consumer_group_metadata()
         self.start = start  # where newly assigned keys begin (unless from the beginning)
         self.assigned: list[int] = []
         self.subscribed = False
@@ -97,6 +98,7 @@ class KeyConsumer:
     def _replace_if_used(self) -> None:
         if self._used:
             old, self.consumer = self.consumer, Consumer(self.config)
+            self._assigned_metadata = self.consumer.consumer_group_metadata()
             self._close_in_background(old, 0, self.subscribed)
             self._used = False
 
@@ -156,6 +158,17 @@ class KeyConsumer:
             for k, recs in sorted(polled.items())
             if recs
         ]
+
+    def group_metadata(self) -> Any:
+        """What ``send_offsets_to_transaction`` needs with the offsets. An
+        assigned consumer's is fixed (its group, no generation, no member), so it
+        is taken when the consumer is created: the call holds the GIL while it
+        waits for librdkafka's main thread, which a consumer caught in the
+        deadlock above never answers (it froze a txn run). A subscribed member's
+        changes with every rebalance, so it is asked each time."""
+        if self.subscribed:
+            return self.consumer.consumer_group_metadata()
+        return self._assigned_metadata
 
     def member_id(self) -> str | None:
         """This consumer's group member id, when it has joined a group."""

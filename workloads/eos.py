@@ -104,7 +104,7 @@ class EosClient(QueueClient):
             if polled:
                 producer.send_offsets_to_transaction(
                     self.consumer.next_offsets(polled),
-                    self.consumer.consumer.consumer_group_metadata(),
+                    self.consumer.group_metadata(),
                     timeout,
                 )
             producer.commit_transaction(timeout)
