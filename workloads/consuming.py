@@ -34,8 +34,7 @@ class KeyConsumer:
 
     def __init__(self, config: dict[str, Any], start: int = FIRST_OFFSET) -> None:
         self.config = config
-        self.consumer = Consumer(config)
-        self._assigned_metadata = self.consumer.consumer_group_metadata()
+        self._new_consumer()
         self.start = start  # where newly assigned keys begin (unless from the beginning)
         self.assigned: list[int] = []
         self.subscribed = False
@@ -95,10 +94,16 @@ class KeyConsumer:
         self.assigned = []
         self.positions = {}
 
+    def _new_consumer(self) -> None:
+        """A fresh librdkafka consumer, and its group metadata while it is
+        healthy (see ``group_metadata``)."""
+        self.consumer = Consumer(self.config)
+        self._assigned_metadata = self.consumer.consumer_group_metadata()
+
     def _replace_if_used(self) -> None:
         if self._used:
-            old, self.consumer = self.consumer, Consumer(self.config)
-            self._assigned_metadata = self.consumer.consumer_group_metadata()
+            old = self.consumer
+            self._new_consumer()
             self._close_in_background(old, 0, self.subscribed)
             self._used = False
 

@@ -59,6 +59,7 @@ class ClusterNode:
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
         )
         clock, rng = MonotonicClock(), random.Random()
+        self.transport = RaftTransport(self.node_id, self.voters, raft_config.request_timeout_ms)
         n = len(self.voters)
         self.controller = QuorumController(
             self.node_id,
@@ -72,7 +73,7 @@ class ClusterNode:
                 unclean_leader_election=config["unclean.leader.election.enable"]
                 or bugs.active("unclean-election"),
             ),
-            peer_gone=lambda node: self.transport.peer_gone(node),
+            peer_gone=self.transport.peer_gone,
         )
         self.publisher = BrokerMetadataPublisher(broker)
         self.fetchers = ReplicaFetchers(
@@ -88,7 +89,6 @@ class ClusterNode:
             config["replica.lag.time.max.ms"],
         )
         self.publisher.on_caught_up = self.isr.expand
-        self.transport = RaftTransport(self.node_id, self.voters, raft_config.request_timeout_ms)
         self.raft = RaftClient(
             self.node_id,
             frozenset(self.voters),
