@@ -316,8 +316,8 @@ class ClusterNode:
         return None if registration is None else (registration.host, registration.port)
 
     def controller_id(self) -> int:
-        leader = self.raft.leader_id
-        return -1 if leader is None else leader
+        alive = [b for b, _, _ in self.brokers()]
+        return named_controller(self.raft.leader_id, self.node_id, alive)
 
     def leader_address(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         info = self.broker.topics.topics.get(topic)
@@ -327,3 +327,14 @@ class ClusterNode:
         if leader is None or leader.fenced:
             return None
         return leader.broker_id, leader.host, leader.port
+
+
+def named_controller(active: int | None, own: int, alive: list[int]) -> int:
+    """What Metadata names as controller: the active controller when it is among the
+    ``alive`` (unfenced) brokers this broker lists, else this broker or another listed
+    one, which forward to the quorum (KRaft's brokers name an alive broker too). A
+    client told of a controller missing from the broker list waits for it forever."""
+    for candidate in (active, own, *alive):
+        if candidate in alive:
+            return candidate
+    return -1
