@@ -7,9 +7,11 @@ the figures reports plot (unseen over time, realtime lag), and decide.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -18,14 +20,16 @@ from pyspark.sql import functions as F
 from checkers.cycles import edges
 from checkers.cycles.graph import build_graph
 from checkers.cycles.search import find_cycles
-from checkers.load import Source, as_dataframe, read_source
+from checkers.load import Loaded, Source, as_dataframe, read_source
 from checkers.queue.check import find_cases
 from checkers.queue.lag import realtime_lag
 from checkers.queue.unseen import unseen_series
 from checkers.result import UNKNOWN, build_result
 from checkers.spark.frames import Frames
-from checkers.spark.session import start_in_background, tune_for_size
+from checkers.spark.session import is_alive, start_in_background, tune_for_size
 from checkers.spark.timeline import Timeline
+
+log = logging.getLogger(__name__)
 
 CAP = 64  # instances kept per kind; exact counts stay in stats
 CYCLE_TIMEOUT_S = 60.0
@@ -105,6 +109,40 @@ def check(
     if starting is not None:
         with timer("spark_start"):
             spark = starting.result()
+    assert spark is not None
+    judge = partial(_judge, loaded, timer, ww_deps=ww_deps, cap=cap, timeout_s=cycle_timeout_s)
+    master = spark.sparkContext.master
+    try:
+        result = judge(spark)
+    except Exception as e:
+        # Spark stops its context when one of its own threads dies (an out of
+        # memory error in the listener bus or the context cleaner of a
+        # long-lived session); that says nothing about the history, which a
+        # new session checks from the start.
+        if is_alive(spark) or loaded.frame is not None:
+            raise
+        log.warning(
+            "the Spark context stopped during the check (%s); checking again",
+            str(e).partition("\n")[0],
+        )
+        timer.spark = None  # its JVM is gone: no jobs to count there
+        with timer("spark_start"):
+            spark = start_in_background(master).result()
+        result = judge(spark)
+    result["timings"]["total"] = round(time.perf_counter() - t0, 3)
+    return result
+
+
+def _judge(
+    loaded: Loaded,
+    timer: _Timer,
+    spark: SparkSession,
+    *,
+    ww_deps: bool,
+    cap: int,
+    timeout_s: float,
+) -> dict[str, Any]:
+    """The analyses of one loaded history on ``spark``, and their verdict."""
     tune_for_size(spark, loaded.rows)
     timer.spark = spark
     with as_dataframe(spark, loaded) as raw:
@@ -120,7 +158,7 @@ def check(
                 wr = edges.collect(edges.wr_edges(fr))
             with timer("cycles"):
                 graph = build_graph(ops, ww, wr)
-                cycles = find_cycles(graph, ww_deps=ww_deps, timeout_s=cycle_timeout_s)
+                cycles = find_cycles(graph, ww_deps=ww_deps, timeout_s=timeout_s)
             with timer("figures"):
                 stats["unseen_series"] = unseen_series(fr, timeline)
                 stats["realtime_lag"] = realtime_lag(fr, timeline)
@@ -131,7 +169,6 @@ def check(
         "edges": len(graph.src),
         "components": dict(cycles.counts),
     }
-    timer.timings["total"] = round(time.perf_counter() - t0, 3)
     result = build_result(
         cases,
         counts,

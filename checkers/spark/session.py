@@ -3,14 +3,16 @@
 Starting the JVM costs seconds, so callers that know a check is coming (the test
 runner, the test suite) call :func:`start_in_background` while other work runs;
 :func:`get_session` then returns the same session without waiting twice — or a
-new one if the JVM died meanwhile (the OOM killer takes the biggest process), so
-one lost JVM does not fail every later check of a ``jepka suite``.
+new one if the JVM died meanwhile (the OOM killer takes the biggest process) or
+Spark stopped its context, so one lost JVM does not fail every later check of a
+``jepka suite``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import threading
 from concurrent.futures import Future
 
@@ -23,6 +25,8 @@ LOCAL_MASTER = "local[*]"
 # Local runs have few cores; Spark's default of 200 shuffle partitions would mean
 # hundreds of tiny tasks per stage.
 LOCAL_SHUFFLE_PARTITIONS = 4
+RETAINED_JOBS = 300
+JVM_EXIT_TIMEOUT_S = 30
 
 _lock = threading.Lock()
 _pending: dict[str, Future[SparkSession]] = {}
@@ -47,6 +51,14 @@ def _build(master: str) -> SparkSession:
         .config("spark.sql.broadcastTimeout", "3600")
         .config("spark.driver.memory", os.environ.get("JEPKA_SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
+        # Even with the UI off, the status store keeps the last 1000 jobs,
+        # stages and SQL executions (plan graphs, task metrics); a long-lived
+        # session (a suite, the test runner) runs thousands of small jobs.
+        # A phase counts only its own jobs (the largest runs about 110).
+        .config("spark.ui.retainedJobs", str(RETAINED_JOBS))
+        .config("spark.ui.retainedStages", str(RETAINED_JOBS))
+        .config("spark.ui.retainedTasks", "1000")
+        .config("spark.sql.ui.retainedExecutions", "20")
     )
     if local:
         builder = (
@@ -68,8 +80,8 @@ def start_in_background(master: str | None = None) -> Future[SparkSession]:
     with _lock:
         fut = _pending.get(master)
         dead = fut is not None and fut.done() and fut.exception() is None
-        if dead and not _alive(fut.result()):  # type: ignore[union-attr]
-            log.warning("the Spark JVM for %s is gone; starting a new session", master)
+        if dead and not is_alive(fut.result()):  # type: ignore[union-attr]
+            log.warning("the Spark context for %s has stopped; starting a new session", master)
             _forget()
             fut = None
         if fut is None:
@@ -91,7 +103,9 @@ def get_session(master: str | None = None) -> SparkSession:
     return start_in_background(master).result()
 
 
-def _alive(session: SparkSession) -> bool:
+def is_alive(session: SparkSession) -> bool:
+    """Whether the session's context still runs jobs: Spark stops it, in a
+    JVM that lives on, when one of its own threads dies."""
     try:
         return not session.sparkContext._jsc.sc().isStopped()  # type: ignore[union-attr]
     except Exception:  # py4j cannot reach the JVM any more
@@ -100,11 +114,19 @@ def _alive(session: SparkSession) -> bool:
 
 def _forget() -> None:
     """Drops every session (they share the one JVM) and pyspark's singletons that
-    point at the dead JVM, so the next build launches a new one. Holds ``_lock``."""
+    point at the JVM, so the next build launches a new one; a JVM still running
+    its stopped context is ended (it exits when its stdin closes). Holds
+    ``_lock``."""
     _pending.clear()
     gateway = SparkContext._gateway
-    if gateway is not None and getattr(gateway, "proc", None) is not None:
-        gateway.proc.poll()  # reap the dead JVM
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.stdin.close()
+        try:
+            proc.wait(JVM_EXIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
     SparkSession._instantiatedSession = None
     SparkSession._activeSession = None
     SparkContext._active_spark_context = None

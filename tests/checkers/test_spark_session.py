@@ -1,10 +1,11 @@
-"""A Spark JVM that dies (the OOM killer picks the biggest process) is replaced on
-the next check instead of failing every later check of a ``jepka suite``. Run in
-a child process: the test kills its JVM, which the shared test session must not
-lose."""
+"""A Spark JVM that dies (the OOM killer picks the biggest process), or a context
+Spark stops itself, is replaced on the next check instead of failing every later
+check of a ``jepka suite``. Run in child processes: the tests end their JVM,
+which the shared test session must not lose."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -32,9 +33,51 @@ SCRIPT = textwrap.dedent(
 
 
 def test_a_dead_jvm_is_replaced_by_a_new_session() -> None:
+    done = run_child(SCRIPT)
+    assert done.stdout.split("\n")[:2] == ["first 5", "second 7 True"], done.stdout
+
+
+# Spark stops its context from one of its own threads (as when an out-of-memory
+# error kills its listener bus) while the case finders run: the check must
+# start a new session, check again, and give the verdict of an undisturbed check.
+STOPPED_MID_CHECK = textwrap.dedent(
+    """
+    import json
+    import checkers.analyze as analyze
+    from checkers.spark.session import get_session
+
+    undisturbed = analyze.check("examples/anomalies.jsonl")
+    first = get_session()
+    real = analyze.find_cases
+
+    def stopping(fr, cap):
+        if analyze.is_alive(first):
+            first.sparkContext._jsc.sc().stop()
+        return real(fr, cap)
+
+    analyze.find_cases = stopping
+    again = analyze.check("examples/anomalies.jsonl")
+    print(json.dumps([undisturbed["valid"], sorted(undisturbed["anomalies"])]))
+    print(json.dumps([again["valid"], sorted(again["anomalies"])]))
+    print(analyze.is_alive(first), analyze.is_alive(get_session()))
+    get_session().stop()
+    """
+)
+
+
+def test_a_context_stopped_mid_check_is_checked_again_on_a_new_session() -> None:
+    done = run_child(STOPPED_MID_CHECK)
+    undisturbed, again, alive = done.stdout.split("\n")[:3]
+    assert json.loads(undisturbed)[0] is False, undisturbed
+    assert again == undisturbed
+    assert alive == "False True"
+    assert "checking again" in done.stderr
+
+
+def run_child(script: str) -> subprocess.CompletedProcess[str]:
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=root, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split("\n")[:2] == ["first 5", "second 7 True"], done.stdout
+    return done
