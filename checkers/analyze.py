@@ -26,7 +26,12 @@ from checkers.queue.lag import realtime_lag
 from checkers.queue.unseen import unseen_series
 from checkers.result import UNKNOWN, build_result
 from checkers.spark.frames import Frames
-from checkers.spark.session import is_alive, start_in_background, tune_for_size
+from checkers.spark.session import (
+    is_alive,
+    release_jvm_objects,
+    start_in_background,
+    tune_for_size,
+)
 from checkers.spark.timeline import Timeline
 
 log = logging.getLogger(__name__)
@@ -129,6 +134,8 @@ def check(
         with timer("spark_start"):
             spark = start_in_background(master).result()
         result = judge(spark)
+    finally:
+        release_jvm_objects()
     result["timings"]["total"] = round(time.perf_counter() - t0, 3)
     return result
 

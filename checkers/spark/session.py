@@ -10,6 +10,7 @@ Spark stopped its context, so one lost JVM does not fail every later check of a
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import subprocess
@@ -132,6 +133,16 @@ def _forget() -> None:
     SparkContext._active_spark_context = None
     SparkContext._gateway = None
     SparkContext._jvm = None
+
+
+def release_jvm_objects() -> None:
+    """Frees the JVM objects Python no longer uses. py4j proxies sit in
+    reference cycles (a proxy caches the methods called on it, each pointing
+    back), so only Python's cycle collector frees them, and only then does the
+    JVM drop what they stand for: a check's datasets with their query plans,
+    which after a few checks hold over a gigabyte of a long-lived process's
+    heap (a suite, the test runner) until the collector happens to run."""
+    gc.collect()
 
 
 def stop_session() -> None:

@@ -1,10 +1,12 @@
 """A Spark JVM that dies (the OOM killer picks the biggest process), or a context
 Spark stops itself, is replaced on the next check instead of failing every later
-check of a ``jepka suite``. Run in child processes: the tests end their JVM,
-which the shared test session must not lose."""
+check of a ``jepka suite``; and a check frees the JVM objects it made. The tests
+that end a JVM run in child processes: the shared test session must not lose its
+own."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -12,8 +14,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from py4j.java_gateway import JavaObject
+from pyspark.sql import SparkSession
+
+from checkers.analyze import check
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent(
     """
@@ -74,10 +82,27 @@ def test_a_context_stopped_mid_check_is_checked_again_on_a_new_session() -> None
     assert "checking again" in done.stderr
 
 
+def test_a_check_leaves_no_jvm_proxies_to_the_cycle_collector(spark: SparkSession) -> None:
+    """Proxies left in cycles would keep the check's datasets and plans in the
+    JVM until Python's collector happens to run."""
+    gc.collect()
+    gc.disable()
+    try:
+        result = check(str(ROOT / "examples" / "anomalies.jsonl"), spark=spark)
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = sum(isinstance(o, JavaObject) for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert result["valid"] is False
+    assert left == 0
+
+
 def run_child(script: str) -> subprocess.CompletedProcess[str]:
-    root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done
