@@ -96,7 +96,18 @@ def _internal(what: str, c: Case) -> str:
             f"{head}, skipping {c['skipped_count']} record(s) in between "
             f"({_values(c.get('skipped') or [], c['skipped_count'])})."
         )
-    return f"{head}, going backwards in the log."
+    return f"{head}, going backwards in the log.{_reset(c)}"
+
+
+def _reset(c: Case) -> str:
+    """The sentence naming the offset reset the op's consumer logged, if any."""
+    r = c.get("reset")
+    if not r:
+        return ""
+    return (
+        f" Its consumer logged an offset reset of key {c['key']} from {r['from']} to "
+        f"{r['to']} (auto.offset.reset after an out-of-range fetch)."
+    )
 
 
 def _external(c: Case) -> str:
@@ -116,9 +127,9 @@ def _external(c: Case) -> str:
     if c["delta"] > 1:
         return (
             f"{head}, skipping {c['skipped_count']} record(s) "
-            f"({_values(c.get('skipped') or [], c['skipped_count'])})."
+            f"({_values(c.get('skipped') or [], c['skipped_count'])}).{_reset(c)}"
         )
-    return f"{head}, at or before a record it had already polled."
+    return f"{head}, at or before a record it had already polled.{_reset(c)}"
 
 
 def nonmonotonic_send(c: Case) -> str:

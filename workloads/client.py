@@ -159,9 +159,17 @@ class QueueClient:
         done = self._txn(op) if transactional else self._plain(op)
         if done["type"] != "ok":
             self.consumer.rollback()
-        log_ = self.consumer.take_rebalance_log()
-        if log_:
-            done["rebalance_log"] = log_
+        return self._with_consumer_logs(done)
+
+    def _with_consumer_logs(self, done: OpDict) -> OpDict:
+        """``done`` with the rebalances and offset resets its consumer saw."""
+        assert self.consumer is not None
+        rebalances = self.consumer.take_rebalance_log()
+        if rebalances:
+            done["rebalance_log"] = rebalances
+        resets = self.consumer.take_resets()
+        if resets:
+            done["offset_resets"] = resets
         return done
 
     def _reassign(self, op: OpDict) -> OpDict:

@@ -7,6 +7,12 @@ librdkafka's), ``poll`` returns ``{key: [[offset, value], ...]}``, and
 offset it returned there — what a user must do after a failed or unknown
 transaction, since Kafka leaves the position after the aborted records
 (KAFKA-17582).
+
+librdkafka moves a position back on its own when a fetch is out of range
+(``auto.offset.reset``): a stale leader cut off from the cluster answers a
+position past its own log end that way. The consumer notices a record
+below the position it tracks and logs the reset (``take_resets``), so a
+rewind the client did not ask for is in the history, not silent.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ class KeyConsumer:
         self._used = False  # assigned or subscribed since it was created
         self._leaving: dict[int, threading.Event] = {}  # replaced group members
         self.rebalance_log: list[dict[str, Any]] = []
+        self.resets: list[dict[str, int]] = []
         self._lock = threading.Lock()
 
     def begin_op(self) -> None:
@@ -114,6 +121,8 @@ class KeyConsumer:
 
     def _on_assign(self, consumer: Consumer, partitions: list[TP]) -> None:
         self._log("assigned", partitions)
+        for p in partitions:  # a group member resumes where the group committed
+            self.positions.pop(key_of(p.topic, p.partition), None)
         self.assigned = sorted(
             set(self.assigned) | {key_of(p.topic, p.partition) for p in partitions}
         )
@@ -130,6 +139,12 @@ class KeyConsumer:
     def take_rebalance_log(self) -> list[dict[str, Any]]:
         with self._lock:
             out, self.rebalance_log = self.rebalance_log, []
+        return out
+
+    def take_resets(self) -> list[dict[str, int]]:
+        """The position resets seen since the last call, as ``{key, from, to}``:
+        the record ``to`` came where ``from`` was expected."""
+        out, self.resets = self.resets, []
         return out
 
     def poll(self, timeout_s: float) -> dict[int, list[list[int]]]:
@@ -151,6 +166,9 @@ class KeyConsumer:
                 raise ValueError(
                     f"key {key} offset {offset}: value {raw!r} is not an integer"
                 ) from None
+            expected = self.positions.get(key, -1)
+            if 0 <= offset < expected:
+                self.resets.append({"key": key, "from": expected, "to": offset})
             out.setdefault(key, []).append([offset, value])
             self.first_polled.setdefault(key, offset)
             self.positions[key] = offset + 1
@@ -200,6 +218,9 @@ class KeyConsumer:
                 self.consumer.seek(TP(*topic_partition(key), offset))
             except KafkaException as e:
                 log.warning("could not roll key %s back to %s: %s", key, offset, e)
+                self.positions.pop(key, None)
+            else:
+                self.positions[key] = offset
         self.first_polled = {}
 
     def close(self, timeout_s: float = 5.0) -> None:

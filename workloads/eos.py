@@ -85,7 +85,7 @@ class EosClient(QueueClient):
             done = self._copy(op)
             if done["type"] != "ok":
                 self.consumer.rollback()
-            return done
+            return self._with_consumer_logs(done)
         return super().invoke(test, op)
 
     def _copy(self, op: OpDict) -> OpDict:

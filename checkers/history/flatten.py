@@ -79,6 +79,21 @@ def _rebalance_keys(log: Any) -> list[int]:
     return keys
 
 
+RESET_FIELDS = ("key", "from", "to")
+
+
+def _check_resets(resets: Any) -> None:
+    """``offset_resets`` must be ``[{key, from, to}]`` of integers (the
+    checker parses it from ``extra``)."""
+    if type(resets) is not list:
+        raise ValueError(f"offset_resets must be a list, got {describe(resets)}")
+    for r in resets:
+        if type(r) is not dict or any(type(r.get(f)) is not int for f in RESET_FIELDS):
+            raise ValueError(
+                f"offset_resets entry must be a map of integer key, from and to, got {describe(r)}"
+            )
+
+
 SPARSE_COLUMNS = ("keys", "rebalance_keys", "error", "payload", "extra")
 
 
@@ -147,6 +162,8 @@ class FlatBuilder:
                     rest = {k: v for k, v in extra.items() if k != "error"}
                 if "rebalance_log" in rest:
                     rebalance = _rebalance_keys(rest["rebalance_log"])
+                if "offset_resets" in rest:
+                    _check_resets(rest["offset_resets"])
                 if rest:
                     extra_json = _dumps(rest)
         except (ValueError, TypeError) as e:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from checkers.queue.resets import with_resets
 from checkers.queue.skipped import with_skipped
 from checkers.spark.frames import Frames, op_ref
 
@@ -59,12 +60,10 @@ def int_poll_skip(fr: Frames) -> DataFrame:
 
 
 def int_nonmonotonic_poll(fr: Frames) -> DataFrame:
-    """Inside one op, a key's polled records go backwards or repeat (Δ < 1)."""
-    return (
-        fr.shared("poll-deltas", lambda f: _deltas(f, "poll"))
-        .where(F.col("delta") < 1)
-        .drop("index")
-    )
+    """Inside one op, a key's polled records go backwards or repeat (Δ < 1).
+    Allowed where the op's consumer logged an offset reset of the key."""
+    cases = fr.shared("poll-deltas", lambda f: _deltas(f, "poll")).where(F.col("delta") < 1)
+    return with_resets(cases, fr).withColumn("allowed", F.col("reset").isNotNull()).drop("index")
 
 
 def int_send_skip(fr: Frames) -> DataFrame:

@@ -5,7 +5,8 @@ A process consumes each key from a position that only an assign/subscribe, a
 rebalance of that key, or a rollback may move. Per process and key, the scan
 resets at each of those; a failed (or crashed) transaction's polls must be
 rewound by the next op, which must start at or before the first record the
-failed op polled.
+failed op polled. A poll that goes back after its consumer logged an offset
+reset of the key (``checkers.queue.resets``) is reported but allowed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from checkers.queue.resets import with_resets
 from checkers.queue.skipped import with_skipped
 from checkers.spark.frames import Frames, op_ref
 
@@ -56,8 +58,9 @@ def _poll_deltas(fr: Frames) -> DataFrame:
     read = F.col("last_ok").isNotNull()
     ref = F.when(read, F.col("last_ok")).otherwise(F.col("prev"))
     ref_idx = F.when(read, F.col("last_ok.last.idx")).otherwise(F.col("prev.first.idx") - 1)
+    rows = rows.where((F.col("type") == "ok") & (read | F.col("prev").isNotNull()))
     return (
-        rows.where((F.col("type") == "ok") & (read | F.col("prev").isNotNull()))
+        with_resets(rows, fr)
         .select("*", ref.alias("ref"), ref_idx.alias("ref_idx"))
         .select(
             "key",
@@ -74,7 +77,8 @@ def _poll_deltas(fr: Frames) -> DataFrame:
             F.col("first.offset").alias("offset"),
             F.col("first.idx").alias("idx"),
             "ref_idx",
-            (F.col("via") == "subscribe").alias("allowed"),
+            "reset",
+            ((F.col("via") == "subscribe") | F.col("reset").isNotNull()).alias("allowed"),
         )
     )
 
@@ -84,7 +88,8 @@ def poll_skip(fr: Frames) -> DataFrame:
     previous OK poll of that key stopped, with no assign, subscribe or rebalance
     of the key in between; or it starts past the first record of a failed
     transaction's poll that it should have rewound to. Records in between were
-    skipped. Allowed for keys the process consumes via subscribe."""
+    skipped. Allowed for keys the process consumes via subscribe, and after
+    a logged offset reset."""
     cases = fr.shared("poll-order", _poll_deltas).where(F.col("delta") > 1)
     return with_skipped(fr, cases, ["index", "key"], "ref_idx", "idx").drop("index")
 
@@ -92,7 +97,8 @@ def poll_skip(fr: Frames) -> DataFrame:
 def nonmonotonic_poll(fr: Frames) -> DataFrame:
     """A process's poll of a key starts at or before a record its previous OK
     poll already returned, with nothing in between that could move it back.
-    Allowed for keys the process consumes via subscribe."""
+    Allowed for keys the process consumes via subscribe, and where the op's
+    consumer logged an offset reset of the key."""
     return (
         fr.shared("poll-order", _poll_deltas)
         .where((F.col("delta") < 1) & (F.col("mode") == "read"))

@@ -255,6 +255,17 @@ def subscribed_poll_skip(h: History, k: int, p: int) -> None:
     _drain(h, p + 2, k, [(0, 1), (1, 2), (2, 3)])
 
 
+def logged_offset_reset(h: History, k: int, p: int) -> None:
+    """A consumer moved back by auto.offset.reset, which it logged: its polls
+    that go back, across ops and inside one, are reported but allowed."""
+    h.txn(p, [send(k, 1, 0), send(k, 2, 1)])
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1), (1, 2)]})])
+    reset = [{"key": k, "from": 2, "to": 0}]
+    h.txn(p + 1, [poll({k: [(0, 1)]})], offset_resets=reset)
+    h.txn(p + 1, [poll({k: [(1, 2)]}), poll({k: [(0, 1), (1, 2)]})], offset_resets=reset)
+
+
 NEAR_MISSES: dict[str, Scenario] = {
     "inconsistent-offsets": near_inconsistent_offsets,
     "duplicate": near_duplicate,

@@ -16,7 +16,11 @@ from tests.checkers.helpers import kinds_at
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-NEAR = {**scenarios.NEAR_MISSES, "subscribed-poll-skip": scenarios.subscribed_poll_skip}
+NEAR = {
+    **scenarios.NEAR_MISSES,
+    "subscribed-poll-skip": scenarios.subscribed_poll_skip,
+    "logged-offset-reset": scenarios.logged_offset_reset,
+}
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +71,16 @@ def test_subscribed_poll_skip_is_reported_but_allowed(near_misses) -> None:
     assert inst["key"] == keys["subscribed-poll-skip"] and inst["allowed"] is True
     assert "subscribe" in result["allowed_why"]["poll-skip"]
     assert inst["skipped"] == [2]
+
+
+@pytest.mark.parametrize("kind", ["nonmonotonic-poll", "int-nonmonotonic-poll"])
+def test_a_logged_offset_reset_is_reported_but_allowed(near_misses, kind: str) -> None:
+    result, keys = near_misses
+    (inst,) = result["anomalies"][kind]
+    assert inst["key"] == keys["logged-offset-reset"] and inst["allowed"] is True
+    assert inst["reset"] == {"from": 2, "to": 0}
+    assert "offset reset of key" in inst["explanation"]
+    assert "offset reset" in result["allowed_why"][kind]
 
 
 def test_explanations_name_ops(anomalies) -> None:

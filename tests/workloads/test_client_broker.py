@@ -78,6 +78,25 @@ def test_reassign_keeps_position_and_seek_to_beginning_rereads(broker: Any) -> N
         s.close()
 
 
+def test_an_out_of_range_position_reset_is_logged(broker: Any) -> None:
+    """A position past the log end (as a stale leader's shorter log gives) is
+    moved back by auto.offset.reset; the op that polled after it says so."""
+    s = Session(config(broker.bootstrap))
+    try:
+        for v in (1, 2):
+            assert s("send", [["send", 0, v]])["type"] == "ok"
+        assert s.client.consumer is not None
+        s.client.consumer.start = 50
+        s("assign", [0])
+        polls = [s("poll", [["poll"]], poll_ms=500) for _ in range(6)]
+        resets = [r for p in polls for r in p.get("offset_resets", [])]
+        assert resets == [{"key": 0, "from": 50, "to": 0}]
+        polled = [rec for p in polls for rec in p["value"][0][1].get(0, [])]
+        assert polled == [[0, 1], [1, 2]]
+    finally:
+        s.close()
+
+
 def test_transactions_commit_abort_and_roll_the_consumer_back(broker: Any) -> None:
     s = Session(config(broker.bootstrap, transactional=True))
     try:

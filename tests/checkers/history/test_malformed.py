@@ -49,6 +49,7 @@ JSONL_CASES = {
     "queue value not list": ([op(0, "invoke", "txn", '{"a": 1}')], 1, "must be a list of micro-ops"),
     "assign keys": ([op(0, "invoke", "assign", '["a"]')], 1, "list of integer keys"),
     "rebalance log": ([op(0, "invoke", "subscribe", "[1]"), op(1, "ok", "subscribe", "[1]").replace("}", ', "rebalance_log": [{"type": "assigned"}]}')], 2, "rebalance_log entry"),
+    "offset resets": ([op(0, "invoke", "poll", '[["poll"]]'), op(1, "ok", "poll", '[["poll", {}]]')[:-1] + ', "offset_resets": [{"key": 1, "from": "x", "to": 0}]}'], 2, "offset_resets entry"),
 }  # fmt: skip
 
 
