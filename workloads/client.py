@@ -156,14 +156,14 @@ class QueueClient:
         # transactional workloads: they only observe, and must not depend on
         # a transaction coordinator still recovering from the faults.
         transactional = self.config.transactional and not op.get("final")
-        done = self._txn(op) if transactional else self._plain(op)
+        return self._settle(self._txn(op) if transactional else self._plain(op))
+
+    def _settle(self, done: OpDict) -> OpDict:
+        """Rolls the consumer back unless ``done`` is ok; returns ``done`` with
+        the rebalances and offset resets its consumer saw."""
+        assert self.consumer is not None
         if done["type"] != "ok":
             self.consumer.rollback()
-        return self._with_consumer_logs(done)
-
-    def _with_consumer_logs(self, done: OpDict) -> OpDict:
-        """``done`` with the rebalances and offset resets its consumer saw."""
-        assert self.consumer is not None
         rebalances = self.consumer.take_rebalance_log()
         if rebalances:
             done["rebalance_log"] = rebalances

@@ -82,10 +82,7 @@ class EosClient(QueueClient):
         if op.get("copy"):
             assert self.consumer is not None
             self.consumer.begin_op()
-            done = self._copy(op)
-            if done["type"] != "ok":
-                self.consumer.rollback()
-            return self._with_consumer_logs(done)
+            return self._settle(self._copy(op))
         return super().invoke(test, op)
 
     def _copy(self, op: OpDict) -> OpDict:

@@ -24,9 +24,10 @@ def offset_resets(fr: Frames) -> DataFrame:
         "offset-resets",
         lambda fr: (
             with_field(fr, "offset_resets", lambda c: F.from_json(c, RESETS))
-            .select("index", F.inline("offset_resets"))
-            .groupBy("index", "key")
-            .agg(F.first(F.struct("from", "to")).alias("reset"))
+            .select("index", F.posexplode("offset_resets").alias("pos", "r"))
+            .groupBy("index", F.col("r.key").alias("key"))
+            .agg(F.min(F.struct("pos", "r.from", "r.to")).alias("first"))
+            .select("index", "key", F.struct("first.from", "first.to").alias("reset"))
         ),
     )
 
