@@ -7,6 +7,7 @@ the figures reports plot (unseen over time, realtime lag), and decide.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -14,30 +15,37 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
 
 from checkers.cycles import edges
 from checkers.cycles.graph import build_graph
 from checkers.cycles.search import find_cycles
 from checkers.load import Loaded, Source, as_dataframe, read_source
-from checkers.queue.check import find_cases
+from checkers.queue.check import FINDERS
+from checkers.queue.context import build_context, op_stats
 from checkers.queue.lag import realtime_lag
+from checkers.queue.run import KeyedResults, analyse_keys, op_table
 from checkers.queue.unseen import unseen_series
 from checkers.result import UNKNOWN, build_result
-from checkers.spark.frames import Frames
+from checkers.spark.frames import micro_ops
 from checkers.spark.session import (
     is_alive,
     release_jvm_objects,
     start_in_background,
     tune_for_size,
 )
-from checkers.spark.timeline import Timeline
+from checkers.workloads.finders import FIELDS as WORKLOAD_FIELDS
+from checkers.workloads.finders import workload_cases
 
 log = logging.getLogger(__name__)
 
 CAP = 64  # instances kept per kind; exact counts stay in stats
 CYCLE_TIMEOUT_S = 60.0
+WW_NAMES = {"a": "src", "b": "dst", "key": "key", "c": "v1", "d": "v2", "e": "o1", "f": "o2"}
+WR_NAMES = {"a": "src", "b": "dst", "key": "key", "c": "value", "d": "offset"}
 
 
 class _Timer:
@@ -65,29 +73,37 @@ class _Timer:
                 sc.setJobGroup("", "")
 
 
-def _op_stats(fr: Frames) -> tuple[dict[str, Any], Timeline | None]:
-    """Op counts by function and type, distinct keys, and the history's time
-    axis for the figures."""
-    rows = (
-        fr.ops.groupBy("f", "type")
-        .agg(F.count("*").alias("n"), F.min("time").alias("lo"), F.max("time").alias("hi"))
-        .collect()
-    )
-    by_f: dict[str, dict[str, int]] = {}
-    for r in rows:
-        by_f.setdefault(r["f"], {})[r["type"]] = int(r["n"])
-    keys = fr.mops.agg(F.countDistinct("key")).first()
-    timeline = (
-        Timeline.over(min(int(r["lo"]) for r in rows), max(int(r["hi"]) for r in rows))
-        if rows
-        else None
-    )
-    stats = {
-        "ops": sum(sum(v.values()) for v in by_f.values()),
-        "ops_by_f": by_f,
-        "keys": int(keys[0]) if keys else 0,
+def merge_cases(
+    rows: list[tuple[str, bool, int, str]], cap: int
+) -> dict[str, list[dict[str, Any]]]:
+    """Up to ``cap`` instances per kind (not allowed first, then by op) from
+    case rows (kind, allowed, order, JSON)."""
+    by_kind: dict[str, list[tuple[bool, int, str]]] = {}
+    for kind, allowed, order, case in rows:
+        by_kind.setdefault(kind, []).append((allowed, order, case))
+    return {
+        kind: [
+            {**json.loads(case), **({"allowed": True} if allowed else {})}
+            for allowed, _, case in sorted(found)[:cap]
+        ]
+        for kind, found in sorted(by_kind.items())
     }
-    return stats, timeline
+
+
+def find_cases(
+    keyed: KeyedResults, raw: DataFrame, ops: pa.Table, seen: np.ndarray, cap: int
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
+    """Every case-level anomaly: the per-key analyses' and, where the history
+    carries their fields, the workload checks'; capped per kind, with exact
+    counts ``{kind: {"total", "allowed"}}``."""
+    rows, counts = keyed.cases(list(FINDERS))
+    fields = {f for f in WORKLOAD_FIELDS if pc.any(ops.column(f"has_{f}")).as_py()}
+    for kind, allowed, order, case in workload_cases(raw, seen, fields):
+        c = counts.setdefault(kind, {"total": 0, "allowed": 0})
+        c["total"] += 1
+        c["allowed"] += int(allowed)
+        rows.append((kind, allowed, order, case))
+    return merge_cases(rows, cap), counts
 
 
 def check(
@@ -153,24 +169,22 @@ def _judge(
     tune_for_size(spark, loaded.rows)
     timer.spark = spark
     with as_dataframe(spark, loaded) as raw:
-        fr = Frames(raw)
-        try:
-            with timer("load"):
-                stats, timeline = _op_stats(fr)
-            with timer("cases"):
-                cases, counts = find_cases(fr, cap)
-            with timer("edges"):
-                ops = edges.collect(edges.op_intervals(fr))
-                ww = edges.collect(edges.ww_edges(fr)) if ww_deps else edges.EMPTY_WW
-                wr = edges.collect(edges.wr_edges(fr))
-            with timer("cycles"):
-                graph = build_graph(ops, ww, wr)
-                cycles = find_cycles(graph, ww_deps=ww_deps, timeout_s=timeout_s)
-            with timer("figures"):
-                stats["unseen_series"] = unseen_series(fr, timeline)
-                stats["realtime_lag"] = realtime_lag(fr, timeline)
-        finally:
-            fr.unpersist()
+        with timer("load"):
+            ops = op_table(loaded.heads(raw), WORKLOAD_FIELDS)
+            stats, timeline = op_stats(ops)
+            ctx = build_context(ops, timeline)
+        with timer("cases"):
+            keyed, seen = analyse_keys(spark, micro_ops(raw), ctx, cap)
+            cases, counts = find_cases(keyed, raw, ops, seen, cap)
+    with timer("cycles"):
+        ww = keyed.columns("_ww", WW_NAMES) if ww_deps else edges.EMPTY_WW
+        wr = keyed.columns("_wr", WR_NAMES)
+        graph = build_graph(edges.op_intervals(ops), ww, wr)
+        cycles = find_cycles(graph, ww_deps=ww_deps, timeout_s=timeout_s)
+    with timer("figures"):
+        stats["keys"] = keyed.keys
+        stats["unseen_series"] = unseen_series(keyed.unseen_deltas(), timeline)
+        stats["realtime_lag"] = realtime_lag(keyed.lags(), ctx.processes, timeline)
     stats["graph"] = {
         "nodes": graph.n,
         "edges": len(graph.src),

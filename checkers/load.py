@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from checkers.history import FLAT_SCHEMA, HistoryError, check_parquet, read_flat
 from checkers.history.formats import resolve_format
+from checkers.history.parquet import HEAD_COLUMNS
 
 HISTORY_NAMES = ("history.parquet", "history.jsonl", "history.edn")
 
@@ -51,6 +54,18 @@ class Loaded:
     table: pa.Table | None = None
     parquet: str | None = None
     frame: DataFrame | None = None
+    parquet_heads: pa.Table | None = None  # what checking the Parquet file read
+
+    def heads(self, raw: DataFrame) -> pa.Table:
+        """Each op's first row (:data:`HEAD_COLUMNS`): one row per op, which
+        the driver holds anyway (the cycle search needs every op)."""
+        if self.parquet_heads is not None:
+            return self.parquet_heads
+        if self.table is not None:
+            return self.table.filter(pc.equal(self.table.column("row"), 0)).select(
+                list(HEAD_COLUMNS)
+            )
+        return raw.where(F.col("row") == 0).select(*HEAD_COLUMNS).toArrow()
 
     @property
     def rows(self) -> int | None:
@@ -71,8 +86,7 @@ def read_source(source: Source, fmt: str = "auto") -> Loaded:
     if kind == "parquet":
         # Checked without loading it: Spark scans the file itself, so the
         # driver never holds a 10M-op history.
-        check_parquet(str(path))
-        return Loaded(parquet=str(path))
+        return Loaded(parquet=str(path), parquet_heads=check_parquet(str(path)))
     return Loaded(read_flat(str(path), kind))
 
 

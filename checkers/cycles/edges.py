@@ -1,5 +1,5 @@
-"""Dependency edges between transactions, computed in Spark and collected as
-Arrow columns.
+"""Dependency edges between transactions: each key's ww and wr edges come out
+of the per-key analyses (``checkers.queue.run``) as Arrow columns.
 
 * ww: the writers of consecutive records of a key's version order;
 * wr: the writer of a value → every other op that polled it;
@@ -13,69 +13,70 @@ Graph nodes are OK and info send/poll/txn ops; failed ops did not happen.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+import pyarrow.compute as pc
 
-from checkers.spark.frames import GRAPH_FS, Frames
+from checkers.queue.context import GRAPH_FS
+from checkers.queue.key_log import FAIL, KeyLog, distinct_pairs
 
 WW, WR, PROCESS, REALTIME = 1, 2, 4, 8
 REL_NAMES = {WW: "ww", WR: "wr", PROCESS: "process", REALTIME: "realtime"}
-EMPTY_WW = pa.table(
-    {c: pa.array([], pa.int64()) for c in ("src", "dst", "key", "v1", "v2", "o1", "o2")}
-)
+WW_COLUMNS = ("src", "dst", "key", "v1", "v2", "o1", "o2")
+WR_COLUMNS = ("src", "dst", "key", "value", "offset")
+EMPTY_WW = pa.table({c: pa.array([], pa.int64()) for c in WW_COLUMNS})
 
 
-def graph_ops(fr: Frames) -> DataFrame:
-    return fr.ops.where(F.col("f").isin(*GRAPH_FS) & F.col("type").isin("ok", "info"))
+def _distinct_pairs(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Positions of the first edge of each (src, dst) pair, in order."""
+    order, new = distinct_pairs(src, dst)
+    return np.sort(order[new])
 
 
-def _committed_writers(fr: Frames) -> DataFrame:
-    return fr.writers.where(F.col("committed")).select(
-        "key", "value", F.col("writer.index").alias("writer")
-    )
+def ww_edges(kl: KeyLog) -> dict[str, np.ndarray]:
+    """Writers of consecutive records of the key's version order."""
+    writer = kl.writer_rows(kl.by_index)
+    a, b = writer[:-1], writer[1:]
+    keep = (a >= 0) & (b >= 0)
+    keep[keep] = kl.index[a[keep]] != kl.index[b[keep]]
+    i = np.flatnonzero(keep)
+    src, dst = kl.index[a[i]], kl.index[b[i]]
+    first = _distinct_pairs(src, dst)
+    i = i[first]
+    return {
+        "src": src[first],
+        "dst": dst[first],
+        "v1": kl.by_index[i],
+        "v2": kl.by_index[i + 1],
+        "o1": kl.offsets[i],
+        "o2": kl.offsets[i + 1],
+    }
 
 
-def wr_edges(fr: Frames) -> DataFrame:
-    readers = fr.reads.where(F.col("type").isin("ok", "info")).select(
-        "key", "value", "offset", F.col("index").alias("dst")
-    )
-    return (
-        readers.join(_committed_writers(fr), ["key", "value"])
-        .where(F.col("writer") != F.col("dst"))
-        .select(F.col("writer").alias("src"), "dst", "key", "value", "offset")
-        .dropDuplicates(["src", "dst"])
-    )
+def wr_edges(kl: KeyLog) -> dict[str, np.ndarray]:
+    """The committed writer of each value → every other OK or info op that polled it."""
+    reads = np.flatnonzero(kl.is_poll & (kl.type != FAIL))
+    writer = kl.writer_rows(kl.value[reads])
+    keep = writer >= 0
+    reads, writer = reads[keep], writer[keep]
+    keep = kl.index[writer] != kl.index[reads]
+    reads, writer = reads[keep], writer[keep]
+    src, dst = kl.index[writer], kl.index[reads]
+    first = _distinct_pairs(src, dst)
+    return {
+        "src": src[first],
+        "dst": dst[first],
+        "value": kl.value[reads][first],
+        "offset": kl.offset[reads][first],
+    }
 
 
-def ww_edges(fr: Frames) -> DataFrame:
-    order = fr.by_index.join(_committed_writers(fr), ["key", "value"], "left")
-    w = Window.partitionBy("key").orderBy("idx")
-    return (
-        order.withColumn("src", F.lag("writer").over(w))
-        .withColumn("v1", F.lag("value").over(w))
-        .withColumn("o1", F.lag("offset").over(w))
-        .where(F.col("src").isNotNull() & F.col("writer").isNotNull())
-        .where(F.col("src") != F.col("writer"))
-        .select(
-            "src",
-            F.col("writer").alias("dst"),
-            "key",
-            "v1",
-            F.col("value").alias("v2"),
-            "o1",
-            F.col("offset").alias("o2"),
-        )
-        .dropDuplicates(["src", "dst"])
-    )
-
-
-def op_intervals(fr: Frames) -> DataFrame:
+def op_intervals(ops: pa.Table) -> pa.Table:
     """Per graph op: history positions of its invocation and completion, process."""
-    return graph_ops(fr).select(
-        "index", "invoke_index", "type", "process", "time", "invoke_time", "f"
+    graph = pc.and_(
+        pc.is_in(ops.column("f"), pa.array(GRAPH_FS)),
+        pc.is_in(ops.column("type"), pa.array(["ok", "info"])),
     )
-
-
-def collect(df: DataFrame) -> pa.Table:
-    return df.toArrow()
+    return ops.filter(graph).select(
+        ["index", "invoke_index", "type", "process", "time", "invoke_time", "f"]
+    )

@@ -22,6 +22,8 @@ def write_parquet(table: pa.Table, path: str) -> None:
 
 
 OP_LEVEL = ("index", "time", "type", "process", "f", "pair_index", "pair_time")
+# An op's first row: what it checks, and what the checker reads per op.
+HEAD_COLUMNS = (*OP_LEVEL, "keys", "rebalance_keys", "extra")
 
 
 def _read(path: str, columns: list[str] | None = None) -> pa.Table:
@@ -51,10 +53,10 @@ def read_parquet_flat(path: str) -> pa.Table:
     return attach_pairs(table, path)
 
 
-def check_parquet(path: str) -> int:
+def check_parquet(path: str) -> pa.Table:
     """Checks a flat table on disk while holding only the row structure and
     one row per op in memory (so a history too big to load can be checked,
-    then scanned by Spark); returns the number of ops."""
+    then scanned by Spark); returns each op's first row (:data:`HEAD_COLUMNS`)."""
     structure = _read(path, ["row", "index"])
     _check_structure(path, structure)
     head_rows = np.flatnonzero(structure["row"].to_numpy() == 0)
@@ -71,7 +73,7 @@ def check_parquet(path: str) -> int:
         both_null = pc.and_(pc.is_null(stored), pc.is_null(expected))
         wrong = pc.invert(pc.or_(same, both_null)).to_numpy(zero_copy_only=False)
         _first(path, wrong, f"column '{name}' disagrees with the history's pairs", head_rows)
-    return len(head_rows)
+    return heads.drop_columns(["row", LINE])
 
 
 def _op_rows(path: str) -> pa.Table:
@@ -79,12 +81,12 @@ def _op_rows(path: str) -> pa.Table:
     filtered ``read_table`` would decode whole row groups at once)."""
     batches = []
     try:
-        for batch in pq.ParquetFile(path).iter_batches(1 << 16, columns=[*OP_LEVEL, "row"]):
+        for batch in pq.ParquetFile(path).iter_batches(1 << 16, columns=[*HEAD_COLUMNS, "row"]):
             first = pc.equal(batch.column("row"), 0)
-            batches.append(batch.filter(first).select(list(OP_LEVEL)))
+            batches.append(batch.filter(first).select(list(HEAD_COLUMNS)))
     except (OSError, pa.ArrowException) as e:
         raise HistoryError(path, None, f"cannot read as Parquet: {e}") from None
-    schema = pa.schema([FLAT_SCHEMA.field(n) for n in OP_LEVEL])
+    schema = pa.schema([FLAT_SCHEMA.field(n) for n in HEAD_COLUMNS])
     return pa.Table.from_batches(batches, schema)
 
 

@@ -1,5 +1,4 @@
-"""Case finders for Jepsen's Kafka queue anomalies, one function per anomaly.
-
-Each takes the shared :class:`checkers.spark.frames.Frames` and returns a
-DataFrame with one row per anomaly instance.
+"""Jepsen's Kafka queue anomalies, one function per anomaly, each over one
+key's log (:class:`checkers.queue.key_log.KeyLog`) and yielding one dict per
+anomaly instance; :mod:`checkers.queue.run` runs them on every key in Spark.
 """

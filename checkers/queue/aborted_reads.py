@@ -2,46 +2,46 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from collections.abc import Iterator
+from typing import Any
 
-from checkers.spark.frames import Frames, op_ref, prefixed
+import numpy as np
+
+from checkers.queue.key_log import FAIL, OK, KeyLog, equi_join, pair_codes
 
 
-def g1a(fr: Frames) -> DataFrame:
+def g1a(kl: KeyLog) -> Iterator[dict[str, Any]]:
     """G1a, aborted read: an OK poll returned a value whose sending op definitely
     failed. A read_committed consumer must never see an aborted transaction's
     records."""
-    failed = prefixed(
-        fr.sends.where(F.col("type") == "fail").select(
-            "key", "value", op_ref().alias("writer"), "offset"
-        ),
-        "w_",
-        ["key", "value", "writer", "offset"],
-    )
-    readers = fr.reads.where(F.col("type") == "ok").select(
-        "key", "value", "offset", op_ref().alias("reader")
-    )
-    joined = readers.join(
-        failed,
-        (F.col("key") == F.col("w_key")) & (F.col("value") == F.col("w_value")),
-    )
-    return joined.select("key", "value", "offset", F.col("w_writer").alias("writer"), "reader")
+    failed = np.flatnonzero(kl.is_send & (kl.type == FAIL))
+    reads = np.flatnonzero(kl.is_poll & (kl.type == OK) & np.isin(kl.value, kl.value[failed]))
+    i, j = equi_join(kl.value[reads], kl.value[failed])
+    for r, w in zip(reads[i], failed[j], strict=True):
+        yield {
+            "key": kl.key,
+            "value": int(kl.value[r]),
+            "offset": kl.offset_at(int(r)),
+            "writer": kl.op_ref(int(w)),
+            "reader": kl.op_ref(int(r)),
+        }
 
 
-def precommitted_read(fr: Frames) -> DataFrame:
+def precommitted_read(kl: KeyLog) -> Iterator[dict[str, Any]]:
     """A transaction polled a value it sent itself. Most databases allow reading
     your own writes, but under Kafka's read_committed a record is invisible to
     every consumer, its producer's included, until its transaction commits."""
-    sends = fr.sends.select("index", "key", "value", F.col("mop_index").alias("send_mop"))
-    reads = fr.reads.select(
-        "index",
-        "key",
-        "value",
-        "offset",
-        F.col("mop_index").alias("poll_mop"),
-        op_ref().alias("op"),
+    sends = np.flatnonzero(kl.is_send)
+    reads = np.flatnonzero(kl.is_poll & np.isin(kl.index, kl.index[sends]))
+    i, j = equi_join(
+        *pair_codes((kl.index[reads], kl.value[reads]), (kl.index[sends], kl.value[sends]))
     )
-    return reads.join(sends, ["index", "key", "value"]).select(
-        "key", "value", "offset", "op", "send_mop", "poll_mop"
-    )
+    for r, s in zip(reads[i], sends[j], strict=True):
+        yield {
+            "key": kl.key,
+            "value": int(kl.value[r]),
+            "offset": kl.offset_at(int(r)),
+            "op": kl.op_ref(int(r)),
+            "send_mop": int(kl.mop_index[s]),
+            "poll_mop": int(kl.mop_index[r]),
+        }

@@ -1,15 +1,34 @@
-"""The flat list of case finders, and collecting their cases in one pass."""
+"""Every analysis of one key, run where the key's rows are (a Spark grouped
+map): the case finders, capped per kind, the key's ww and wr edges, and its
+share of the figures; all returned as rows of :data:`OUT_SCHEMA`.
+
+Columns ``a``..``f`` and ``s`` carry each row kind's numbers:
+
+=============  ==============================================================
+kind           columns
+=============  ==============================================================
+an anomaly     ``ord``, ``allowed``, ``case`` (JSON), or a count row
+               (``case`` null): ``a`` = total, ``b`` = allowed
+``_ww``        ``a`` src, ``b`` dst, ``c`` v1, ``d`` v2, ``e`` o1, ``f`` o2
+``_wr``        ``a`` src, ``b`` dst, ``c`` value, ``d`` offset
+``_unseen``    ``a`` bucket, ``b`` change of the key's unseen count
+``_lag_p``     ``a`` process code, ``b`` worst lag
+``_lag_b``     ``a`` bucket, ``b`` worst lag
+``_lag_worst`` ``a`` lag, ``b`` op index, ``c`` process code, ``d`` time
+``_info``      ``a`` an info op that sent here, ``b`` 1 if an OK poll here saw it
+=============  ==============================================================
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from functools import reduce
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+import numpy as np
+import orjson
+import pyarrow as pa
 
+from checkers.cycles import edges
 from checkers.queue import (
     aborted_reads,
     internal_order,
@@ -18,10 +37,12 @@ from checkers.queue import (
     unseen,
     version_order,
 )
-from checkers.spark.frames import Frames
-from checkers.workloads.finders import FINDERS as WORKLOAD_FINDERS
+from checkers.queue.context import Context
+from checkers.queue.key_log import KeyLog
+from checkers.queue.lag import key_lags
 
-Finder = Callable[[Frames], DataFrame]
+Case = dict[str, Any]
+Finder = Callable[[KeyLog], Iterable[Case]]
 
 FINDERS: dict[str, Finder] = {
     "inconsistent-offsets": version_order.inconsistent_offsets,
@@ -37,55 +58,108 @@ FINDERS: dict[str, Finder] = {
     "nonmonotonic-send": poll_order.nonmonotonic_send,
     "int-send-skip": internal_order.int_send_skip,
     "int-nonmonotonic-send": internal_order.int_nonmonotonic_send,
-    **WORKLOAD_FINDERS,
 }
 
+OUT_SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("key", pa.int64()),
+        ("ord", pa.int64()),
+        ("allowed", pa.bool_()),
+        ("case", pa.string()),
+        *[(c, pa.int64()) for c in "abcdef"],
+    ]
+)
+REF_FIELDS = ("op", "reader", "writer", "max_read")  # as checkers.workloads.finders
 
-def _tagged(kind: str, cases: DataFrame) -> DataFrame:
-    """Cases in one shape: kind, an order for capping, per-instance allowance, JSON."""
-    allowed = F.col("allowed") if "allowed" in cases.columns else F.lit(False)
-    for c in ("op", "reader", "writer", "max_read"):
-        if c in cases.columns:
-            order = F.col(f"{c}.index")
-            break
-    else:
-        order = F.col("key")
-    detail = [c for c in cases.columns if c != "allowed"]
-    return cases.select(
-        F.lit(kind).alias("kind"),
-        order.cast("long").alias("order"),
-        allowed.alias("allowed"),
-        # nulls kept: a case names every field of its kind, known or not
-        F.to_json(F.struct(*detail), {"ignoreNullFields": "false"}).alias("case"),
+
+def order_of(case: Case) -> int:
+    """What instances of a kind are listed by: the index of the op they name
+    first, else their key."""
+    for f in REF_FIELDS:
+        if f in case:
+            return int(case[f]["index"])
+    return int(case["key"])
+
+
+def capped(cases: Iterable[Case], cap: int) -> tuple[list[tuple[bool, int, str]], int, int]:
+    """The first ``cap`` cases (not allowed first, then by op, then by text) as
+    (allowed, order, JSON), with the total and allowed counts."""
+    rows = []
+    for case in cases:
+        allowed = bool(case.pop("allowed", False))
+        rows.append((allowed, order_of(case), orjson.dumps(case).decode()))
+    rows.sort()
+    return rows[:cap], len(rows), sum(r[0] for r in rows)
+
+
+class _Rows:
+    """Output rows, gathered as Arrow batches."""
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+        self.batches: list[pa.RecordBatch] = []
+
+    def add(self, kind: str, n: int = 1, **cols: Any) -> None:
+        """``n`` rows of ``kind``; each named column gets a list (or array) of
+        ``n`` values, the others nulls."""
+        arrays = [pa.array([kind] * n, pa.string()), pa.array(np.full(n, self.key, np.int64))]
+        for f in list(OUT_SCHEMA)[2:]:
+            v = cols.get(f.name)
+            arrays.append(pa.nulls(n, f.type) if v is None else pa.array(v, f.type))
+        self.batches.append(pa.RecordBatch.from_arrays(arrays, schema=OUT_SCHEMA))
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_batches(self.batches, schema=OUT_SCHEMA)
+
+
+def analyse_key(table: pa.Table, ctx: Context, cap: int) -> pa.Table:
+    """All of one key's findings, as rows of :data:`OUT_SCHEMA`."""
+    kl = KeyLog(table, ctx)
+    out = _Rows(kl.key)
+    out.add("_key")
+    info = kl.info_sent_here
+    out.add("_info", len(info), a=info, b=np.isin(info, kl.seen_here).astype(np.int64))
+    for kind, finder in FINDERS.items():
+        shown, total, n_allowed = capped(finder(kl), cap)
+        if not total:
+            continue
+        out.add(kind, a=[total], b=[n_allowed])
+        if shown:
+            allowed, order, text = zip(*shown, strict=True)
+            out.add(kind, len(shown), allowed=list(allowed), ord=list(order), case=list(text))
+    ww = edges.ww_edges(kl)
+    out.add(
+        "_ww",
+        len(ww["src"]),
+        a=ww["src"],
+        b=ww["dst"],
+        c=ww["v1"],
+        d=ww["v2"],
+        e=ww["o1"],
+        f=ww["o2"],
     )
-
-
-def find_cases(
-    fr: Frames, cap: int
-) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
-    """Runs every finder in one Spark job (their findings unioned, capped per
-    kind and collected once: each separate action would pay Spark's fixed
-    cost per job and re-plan the shared frames); returns up to ``cap``
-    instances per kind (instances not covered by an allowance first) and exact
-    counts ``{kind: {"total", "allowed"}}``."""
-    tagged = [_tagged(kind, finder(fr)) for kind, finder in FINDERS.items()]
-    per_kind = Window.partitionBy("kind")
-    rows = (
-        reduce(DataFrame.unionByName, tagged)
-        .select(
-            "*",
-            F.count("*").over(per_kind).alias("total"),
-            F.sum(F.col("allowed").cast("int")).over(per_kind).alias("n_allowed"),
-            F.row_number().over(per_kind.orderBy("allowed", "order", "case")).alias("n"),
+    wr = edges.wr_edges(kl)
+    out.add("_wr", len(wr["src"]), a=wr["src"], b=wr["dst"], c=wr["value"], d=wr["offset"])
+    if ctx.timeline is not None:
+        b, change = unseen.unseen_deltas(kl, ctx.timeline)
+        out.add("_unseen", len(b), a=b, b=change)
+        lags = key_lags(kl, ctx.timeline)
+        out.add(
+            "_lag_p",
+            len(lags.by_process),
+            a=list(lags.by_process),
+            b=list(lags.by_process.values()),
         )
-        .where(F.col("n") <= cap)
-        .collect()
-    )
-    cases: dict[str, list[dict[str, Any]]] = {}
-    counts: dict[str, dict[str, int]] = {}
-    for r in sorted(rows, key=lambda r: (r["kind"], r["n"])):
-        kind = r["kind"]
-        counts[kind] = {"total": int(r["total"]), "allowed": int(r["n_allowed"])}
-        case = json.loads(r["case"])
-        cases.setdefault(kind, []).append({**case, **({"allowed": True} if r["allowed"] else {})})
-    return cases, counts
+        out.add(
+            "_lag_b", len(lags.by_bucket), a=list(lags.by_bucket), b=list(lags.by_bucket.values())
+        )
+        if lags.worst is not None:
+            out.add(
+                "_lag_worst",
+                a=[lags.worst[0]],
+                b=[lags.worst[1]],
+                c=[lags.worst[2]],
+                d=[lags.worst[3]],
+            )
+    return out.table()

@@ -3,80 +3,85 @@ transaction (or poll/send op) must sit next to each other in the log."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from collections.abc import Iterator
+from typing import Any
 
-from checkers.queue.resets import with_resets
-from checkers.queue.skipped import with_skipped
-from checkers.spark.frames import Frames, op_ref
+import numpy as np
+
+from checkers.queue.key_log import FAIL, NONE, KeyLog
+from checkers.queue.resets import reset_of
+from checkers.queue.skipped import skipped
+
+Case = dict[str, Any]
 
 
-def _deltas(fr: Frames, mop: str) -> DataFrame:
-    """Consecutive same-key micro-ops of one op, with Δ = idx(b) - idx(a)."""
-    rows = fr.positioned.where(F.col("mop") == mop)
-    if mop == "poll":
+def _deltas(kl: KeyLog, poll: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Consecutive same-key micro-ops of one op: rows (a, b) and Δ = idx(b) - idx(a)."""
+    if poll:
         # A rebalance during the op invalidates assumptions about its positions.
-        rebalanced = fr.ops.select("index", F.explode("rebalance_keys").alias("key")).distinct()
-        rows = rows.join(rebalanced, ["index", "key"], "left_anti")
+        rows = kl.is_poll & ~np.isin(kl.at, kl.ctx.rebalanced.get(kl.key, ()))
     else:
-        rows = rows.where(F.col("type").isin("ok", "info"))
-    w = Window.partitionBy("index", "key").orderBy("mop_index", "pos")
-    return (
-        rows.select(
-            "*",
-            *[F.lag(c).over(w).alias(f"prev_{c}") for c in ("idx", "value", "offset")],
-            F.lag("mop_index").over(w).alias("prev_mop"),
-        )
-        .where(F.col("prev_idx").isNotNull() & F.col("idx").isNotNull())
-        .select(
-            "key",
-            (F.col("idx") - F.col("prev_idx")).alias("delta"),
-            "prev_value",
-            "prev_offset",
-            "prev_idx",
-            "value",
-            "offset",
-            "idx",
-            "prev_mop",
-            "mop_index",
-            F.coalesce("pos", F.lit(0)).alias("pos"),
-            op_ref().alias("op"),
-            "index",
-        )
-    )
+        rows = kl.is_send & (kl.type != FAIL)
+    sel = np.flatnonzero(rows)
+    a, b = sel[:-1], sel[1:]
+    keep = (kl.index[a] == kl.index[b]) & (kl.idx[a] != NONE) & (kl.idx[b] != NONE)
+    a, b = a[keep], b[keep]
+    return a, b, kl.idx[b] - kl.idx[a]
 
 
-def _skips(fr: Frames, mop: str) -> DataFrame:
-    cases = fr.shared(f"{mop}-deltas", lambda f: _deltas(f, mop)).where(F.col("delta") > 1)
-    return with_skipped(fr, cases, ["index", "key", "mop_index", "pos"], "prev_idx", "idx").drop(
-        "index"
-    )
+def _case(kl: KeyLog, a: int, b: int, delta: int) -> Case:
+    return {
+        "key": kl.key,
+        "delta": delta,
+        "prev_value": int(kl.value[a]),
+        "prev_offset": kl.offset_at(a),
+        "prev_idx": int(kl.idx[a]),
+        "value": int(kl.value[b]),
+        "offset": kl.offset_at(b),
+        "idx": int(kl.idx[b]),
+        "prev_mop": int(kl.mop_index[a]),
+        "mop_index": int(kl.mop_index[b]),
+        "pos": int(kl.pos[b]),
+        "op": kl.op_ref(b),
+    }
 
 
-def int_poll_skip(fr: Frames) -> DataFrame:
+def _skips(kl: KeyLog, poll: bool) -> Iterator[Case]:
+    a, b, d = _deltas(kl, poll)
+    for x, y, delta in zip(a[d > 1], b[d > 1], d[d > 1], strict=True):
+        yield {
+            **_case(kl, int(x), int(y), int(delta)),
+            **skipped(kl, int(kl.idx[x]), int(kl.idx[y])),
+        }
+
+
+def _nonmonotonic(kl: KeyLog, poll: bool) -> Iterator[Case]:
+    a, b, d = _deltas(kl, poll)
+    for x, y, delta in zip(a[d < 1], b[d < 1], d[d < 1], strict=True):
+        yield _case(kl, int(x), int(y), int(delta))
+
+
+def int_poll_skip(kl: KeyLog) -> Iterator[Case]:
     """Inside one op, two consecutive polled records of a key jump over records
     known to exist between them. Keys the op saw rebalanced are exempt."""
-    return _skips(fr, "poll")
+    return _skips(kl, poll=True)
 
 
-def int_nonmonotonic_poll(fr: Frames) -> DataFrame:
+def int_nonmonotonic_poll(kl: KeyLog) -> Iterator[Case]:
     """Inside one op, a key's polled records go backwards or repeat (Δ < 1).
     Allowed where the op's consumer logged an offset reset of the key."""
-    cases = fr.shared("poll-deltas", lambda f: _deltas(f, "poll")).where(F.col("delta") < 1)
-    return with_resets(cases, fr).withColumn("allowed", F.col("reset").isNotNull()).drop("index")
+    for case in _nonmonotonic(kl, poll=True):
+        reset = reset_of(kl, case["op"]["index"])
+        yield {**case, "reset": reset, "allowed": reset is not None}
 
 
-def int_send_skip(fr: Frames) -> DataFrame:
+def int_send_skip(kl: KeyLog) -> Iterator[Case]:
     """Two consecutive sends to a key in one op are not adjacent in the log:
     another producer's record landed between them. Kafka transactions do not
     isolate writes, so this is reported but allowed."""
-    return _skips(fr, "send")
+    return _skips(kl, poll=False)
 
 
-def int_nonmonotonic_send(fr: Frames) -> DataFrame:
+def int_nonmonotonic_send(kl: KeyLog) -> Iterator[Case]:
     """Two sends to a key in one op landed in the opposite order (Δ < 1)."""
-    return (
-        fr.shared("send-deltas", lambda f: _deltas(f, "send"))
-        .where(F.col("delta") < 1)
-        .drop("index")
-    )
+    return _nonmonotonic(kl, poll=False)

@@ -1,121 +1,142 @@
 """Realtime lag: how far behind the log's known end a consumer's polls were.
 
 Not an anomaly (a slow consumer is not wrong), but the figure that shows stuck
-consumers, so reports plot it.
+consumers, so reports plot it. Each key measures the OK polls of every
+process while it was assigned that key; the driver merges the keys'
+maxima.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+import numpy as np
 
-from checkers.spark.frames import Frames
+from checkers.queue.context import PROCESS_SHIFT
+from checkers.queue.key_log import NONE, OK, KeyLog
 from checkers.spark.timeline import Timeline
 
+NO_TIME = np.iinfo(np.int64).max
+SEGMENT_SHIFT = 1 << 32
 
-def _expired(fr: Frames) -> DataFrame:
-    """(key, idx) → the earliest time any completed op proved that a record at
-    dense index ≥ idx existed (it polled one, or an OK send was acknowledged)."""
-    obs = fr.positioned.where(
-        F.col("idx").isNotNull() & ((F.col("mop") == "poll") | (F.col("type") == "ok"))
+
+def _expired(kl: KeyLog) -> np.ndarray:
+    """Per dense index: the earliest time any completed op proved that a record
+    at that index or later existed (it polled one, or an OK send was
+    acknowledged); ``NO_TIME`` where no op observed that index itself."""
+    rows = (kl.idx != NONE) & (kl.is_poll | (kl.type == OK))
+    per = np.full(len(kl.offsets), NO_TIME)
+    np.minimum.at(per, kl.idx[rows], kl.time[rows])
+    suffix = np.minimum.accumulate(per[::-1])[::-1]
+    return np.where(per == NO_TIME, NO_TIME, suffix)
+
+
+def _probes(kl: KeyLog) -> np.ndarray:
+    """Positions in ``ctx.polls`` of the OK polls made while this key was
+    assigned (in the segment of an assign/subscribe that named it)."""
+    resets, polls = kl.ctx.resets, kl.ctx.polls["at"]
+    mine = kl.ctx.resets_of(kl.key)
+    if len(mine) == 0:
+        return np.empty(0, np.int64)
+    lo = resets.at[mine]
+    nxt = np.minimum(mine + 1, len(resets.at) - 1)
+    same = (mine + 1 < len(resets.at)) & (resets.at[nxt] // PROCESS_SHIFT == lo // PROCESS_SHIFT)
+    hi = np.where(same, resets.at[nxt], (lo // PROCESS_SHIFT + 1) * PROCESS_SHIFT)
+    start = np.searchsorted(polls, lo, "right")
+    n = np.maximum(np.searchsorted(polls, hi, "left") - start, 0)
+    return np.repeat(start - np.r_[0, np.cumsum(n)[:-1]], n) + np.arange(int(n.sum()))
+
+
+@dataclass
+class KeyLags:
+    """One key's lag maxima: overall, per process code and per bucket, and its
+    worst probe (lag, op index, process code, time)."""
+
+    key: int
+    by_process: dict[int, int]
+    by_bucket: dict[int, int]
+    worst: tuple[int, int, int, int] | None
+
+
+def key_lags(kl: KeyLog, timeline: Timeline) -> KeyLags:
+    """The lag of each OK poll on this key, while assigned: its invoke time
+    minus the time a record past the process's known position (the highest
+    it polled there since its last assign/subscribe, before this op) was
+    first proven to exist, floored at 0."""
+    ctx = kl.ctx
+    probes = _probes(kl)
+    p_at = ctx.polls["at"][probes]
+    reads = np.flatnonzero(kl.is_poll & (kl.idx != NONE))
+    r_seg = ctx.resets.segment(kl.at[reads])
+    reads = reads[r_seg >= 0]
+    # Probes before reads at the same op: an op's lag excludes its own reads.
+    at = np.r_[p_at, kl.at[reads]]
+    is_read = np.r_[np.zeros(len(p_at), bool), np.ones(len(reads), bool)]
+    order = np.lexsort((is_read, at))
+    seg = ctx.resets.segment(at[order])
+    base = seg.astype(np.int64) * SEGMENT_SHIFT
+    enc = base + np.where(
+        is_read[order], np.r_[np.zeros(len(p_at), np.int64), kl.idx[reads] + 1][order], 0
     )
-    per = obs.groupBy("key", "idx").agg(F.min("time").alias("t"))
-    w = (
-        Window.partitionBy("key")
-        .orderBy(F.desc("idx"))
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    known = np.maximum.accumulate(enc) - base - 1 if len(enc) else enc
+    known = known[~is_read[order]]
+    probe_rows = order[~is_read[order]]  # positions in p_at / probes, in at order
+    expired = _expired(kl)
+    nxt = known + 1
+    exp = np.where(
+        nxt < len(expired),
+        expired[np.minimum(nxt, max(len(expired) - 1, 0))] if len(expired) else NO_TIME,
+        NO_TIME,
     )
-    return per.withColumn("expired", F.min("t").over(w)).drop("t")
-
-
-def lag_frame(fr: Frames) -> DataFrame:
-    """One row per (OK poll, assigned key): the poll's lag on that key in ns.
-
-    The process's known position on a key is the highest record it polled there
-    since its last assign/subscribe; lag = the poll's invoke time minus the time
-    a later record was first proven to exist, floored at 0.
-    """
-    polls = (
-        fr.ops.where((F.col("type") == "ok") & F.col("f").isin("poll", "txn"))
-        .join(fr.segments, "index")
-        .where(F.col("assigned").isNotNull())
-        .select(
-            "index",
-            "process",
-            "seg",
-            "invoke_time",
-            "time",
-            F.explode("assigned").alias("key"),
-            F.lit(1).alias("probe"),
-        )
-    )
-    known = (
-        fr.positioned.where((F.col("mop") == "poll") & F.col("idx").isNotNull())
-        .groupBy("index", "key", "process")
-        .agg(F.max("idx").alias("read_idx"))
-        .join(fr.segments.select("index", "seg"), "index")
-        .withColumn("probe", F.lit(0))
-    )
-    rows = polls.unionByName(known, allowMissingColumns=True)
-    w = Window.partitionBy("process", "key", "seg").orderBy("index", F.desc("probe"))
-    rows = rows.withColumn(
-        "known", F.max("read_idx").over(w.rowsBetween(Window.unboundedPreceding, 0))
-    )
-    probes = rows.where(F.col("probe") == 1).withColumn(
-        "idx", F.coalesce(F.col("known"), F.lit(-1)) + 1
-    )
-    return (
-        probes.join(_expired(fr), ["key", "idx"], "left")
-        .select(
-            "index",
-            "process",
-            "key",
-            "time",
-            F.greatest(F.lit(0), F.col("invoke_time") - F.col("expired")).cast("long").alias("lag"),
-        )
-        .fillna({"lag": 0})
+    invoke = ctx.polls["invoke_time"][probes][probe_rows]
+    lag = np.where(exp == NO_TIME, 0, np.maximum(invoke - exp, 0))
+    pcode = p_at[probe_rows] // PROCESS_SHIFT
+    index = p_at[probe_rows] % PROCESS_SHIFT
+    time = ctx.polls["time"][probes][probe_rows]
+    if len(lag) == 0:
+        return KeyLags(kl.key, {}, {}, None)
+    w = np.lexsort((index, -lag))[0]
+    return KeyLags(
+        kl.key,
+        _max_by(pcode, lag),
+        _max_by(timeline.bucket_of(time), lag),
+        (int(lag[w]), int(index[w]), int(pcode[w]), int(time[w])),
     )
 
 
-# grouping_id() of each grouping set over (key, process, b): 1 bits are the
-# columns a set leaves out.
-BY_KEY, BY_PROCESS, BY_BUCKET, OVERALL = 0b011, 0b101, 0b110, 0b111
+def _max_by(groups: np.ndarray, values: np.ndarray) -> dict[int, int]:
+    g, inverse = np.unique(groups, return_inverse=True)
+    out = np.full(len(g), np.iinfo(np.int64).min)
+    np.maximum.at(out, inverse.ravel(), values)
+    return dict(zip(g.tolist(), out.tolist(), strict=True))
 
 
-def realtime_lag(fr: Frames, timeline: Timeline | None) -> dict[str, Any]:
-    """Worst lag overall, per key, per process and per bucket of ``timeline``,
-    all from one aggregation (one Spark job)."""
+def realtime_lag(
+    keys: list[KeyLags], processes: list[str], timeline: Timeline | None
+) -> dict[str, Any]:
+    """Worst lag overall, per key, per process and per bucket of ``timeline``."""
     empty: dict[str, Any] = {"worst": None, "by_key": {}, "by_process": {}, "series": []}
-    if timeline is None:
+    worst = [(k.worst, k.key) for k in keys if k.worst is not None]
+    if timeline is None or not worst:
         return empty
-    lags = lag_frame(fr).withColumn("b", timeline.bucket("time"))
-    # Highest lag first, then the earliest op.
-    worst = F.max(F.struct("lag", (-F.col("index")).alias("neg_index"), "process", "key", "time"))
-    rows = (
-        lags.groupingSets([["key"], ["process"], ["b"], []], "key", "process", "b")
-        .agg(F.max("lag").alias("lag"), worst.alias("worst"), F.grouping_id().alias("g"))
-        .collect()
-    )
-    by_set: dict[int, list[Any]] = {}
-    for r in rows:
-        by_set.setdefault(int(r["g"]), []).append(r)
-    overall = [r for r in by_set.get(OVERALL, []) if r["worst"] is not None]
-    if not overall:
-        return empty
-    w = overall[0]["worst"]
+    # highest lag first, then the earliest op, then the highest key
+    (lag, index, pcode, time), key = max(worst, key=lambda w: (w[0][0], -w[0][1], w[1]))
+    by_process: dict[str, int] = {}
+    by_bucket: dict[int, int] = {}
+    for k in keys:
+        for p, v in k.by_process.items():
+            by_process[processes[p]] = max(by_process.get(processes[p], v), v)
+        for b, v in k.by_bucket.items():
+            by_bucket[b] = max(by_bucket.get(b, v), v)
     return {
         "worst": {
-            "lag": int(w["lag"]),
-            "op": {"index": -int(w["neg_index"]), "process": w["process"]},
-            "key": int(w["key"]),
-            "time": int(w["time"]),
+            "lag": lag,
+            "op": {"index": index, "process": processes[pcode]},
+            "key": key,
+            "time": time,
         },
-        "by_key": {str(r["key"]): int(r["lag"]) for r in by_set.get(BY_KEY, [])},
-        "by_process": {str(r["process"]): int(r["lag"]) for r in by_set.get(BY_PROCESS, [])},
-        "series": [
-            {"time": timeline.end(int(r["b"])), "lag": int(r["lag"])}
-            for r in sorted(by_set.get(BY_BUCKET, []), key=lambda r: r["b"])
-        ],
+        "by_key": {str(k.key): k.worst[0] for k in keys if k.worst is not None},
+        "by_process": by_process,
+        "series": [{"time": timeline.end(b), "lag": v} for b, v in sorted(by_bucket.items())],
     }

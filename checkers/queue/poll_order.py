@@ -11,120 +11,159 @@ reset of the key (``checkers.queue.resets``) is reported but allowed.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
-from checkers.queue.resets import with_resets
-from checkers.queue.skipped import with_skipped
-from checkers.spark.frames import Frames, op_ref
+import numpy as np
 
-_END = ("idx", "value", "offset")
+from checkers.queue.context import PROCESS_SHIFT
+from checkers.queue.key_log import FAIL, NONE, OK, KeyLog, group_bounds
+from checkers.queue.resets import reset_of
+from checkers.queue.skipped import skipped
 
-
-def _op_key_span(fr: Frames, mop: str) -> DataFrame:
-    """Per (op, key): the first and last record of that key the op touched."""
-    rows = fr.positioned.where(F.col("mop") == mop)
-    order = ["mop_index", F.coalesce("pos", F.lit(0)).alias("p")]
-    return rows.groupBy("index", "key", "type", "process", "time", "f").agg(
-        F.min(F.struct(*order, *_END)).alias("first"),
-        F.max(F.struct(*order, *_END)).alias("last"),
-    )
+Case = dict[str, Any]
 
 
-def _poll_deltas(fr: Frames) -> DataFrame:
+@dataclass
+class Spans:
+    """Per op: the first and last row of this key it touched (sorted by
+    process, then index)."""
+
+    first: np.ndarray
+    last: np.ndarray
+
+    @classmethod
+    def of(cls, kl: KeyLog, rows: np.ndarray) -> Spans:
+        sel = np.flatnonzero(rows)
+        starts, ends = group_bounds(kl.index[sel])
+        first, last = sel[starts], sel[ends - 1]
+        order = np.argsort(kl.at[first], kind="stable")
+        return cls(first[order], last[order])
+
+
+def _ref(kl: KeyLog, span_first: int, span_last: int) -> dict[str, Any]:
+    return {
+        "prev_op": kl.op_ref(span_last),
+        "prev_value": int(kl.value[span_last]),
+        "prev_offset": kl.offset_at(span_last),
+        "prev_first_offset": kl.offset_at(span_first),
+    }
+
+
+@dataclass
+class PollDeltas:
     """Per OK poll of a key: Δ from the process's reference position, with
     ``mode`` "read" (after an OK poll: both directions checked) or "rewind"
     (after only failed polls: the op must not start past the failed op's first
     record)."""
-    spans = _op_key_span(fr, "poll").where(F.col("first.idx").isNotNull())
-    rebalances = fr.ops.select(
-        "index", "process", F.explode("rebalance_keys").alias("key")
-    ).withColumn("rb", F.lit(1))
-    rows = spans.withColumn("rb", F.lit(0)).unionByName(rebalances, allowMissingColumns=True)
-    by_key = Window.partitionBy("process", "key").orderBy("index", F.desc("rb"))
-    rows = rows.withColumn(
-        "kseg", F.sum("rb").over(by_key.rowsBetween(Window.unboundedPreceding, 0))
-    ).where(F.col("rb") == 0)
-    rows = rows.join(fr.segments, "index")
-    w = Window.partitionBy("process", "key", "seg", "kseg").orderBy("index")
-    me = F.struct(op_ref().alias("op"), "first", "last")
-    rows = rows.select(
-        "*",
-        F.lag(me).over(w).alias("prev"),
-        F.last(F.when(F.col("type") == "ok", me), ignorenulls=True)
-        .over(w.rowsBetween(Window.unboundedPreceding, -1))
-        .alias("last_ok"),
-    )
-    read = F.col("last_ok").isNotNull()
-    ref = F.when(read, F.col("last_ok")).otherwise(F.col("prev"))
-    ref_idx = F.when(read, F.col("last_ok.last.idx")).otherwise(F.col("prev.first.idx") - 1)
-    rows = rows.where((F.col("type") == "ok") & (read | F.col("prev").isNotNull()))
-    return (
-        with_resets(rows, fr)
-        .select("*", ref.alias("ref"), ref_idx.alias("ref_idx"))
-        .select(
-            "key",
-            (F.col("first.idx") - F.col("ref_idx")).alias("delta"),
-            F.when(read, "read").otherwise("rewind").alias("mode"),
-            "via",
-            "index",
-            F.col("ref.op").alias("prev_op"),
-            F.col("ref.last.value").alias("prev_value"),
-            F.col("ref.last.offset").alias("prev_offset"),
-            F.col("ref.first.offset").alias("prev_first_offset"),
-            op_ref().alias("op"),
-            F.col("first.value").alias("value"),
-            F.col("first.offset").alias("offset"),
-            F.col("first.idx").alias("idx"),
-            "ref_idx",
-            "reset",
-            ((F.col("via") == "subscribe") | F.col("reset").isNotNull()).alias("allowed"),
-        )
-    )
+
+    kl: KeyLog
+
+    @cached_property
+    def judged(self) -> dict[str, np.ndarray]:
+        """Per judged poll: its first row ``r``, its reference span's first and
+        last rows, ``ref_idx``, whether the reference was read (an OK poll)
+        and the reset that opened its segment (-1: none)."""
+        kl, ctx = self.kl, self.kl.ctx
+        sp = Spans.of(kl, kl.is_poll)
+        known = kl.idx[sp.first] != NONE
+        first, last = sp.first[known], sp.last[known]
+        at = kl.at[first]
+        seg = ctx.resets.segment(at)
+        kseg = np.searchsorted(ctx.rebalanced.get(kl.key, np.empty(0, np.int64)), at, "right")
+        n = len(at)
+        pos = np.arange(n)
+        new = np.r_[
+            True,
+            (at[1:] // PROCESS_SHIFT != at[:-1] // PROCESS_SHIFT)
+            | (seg[1:] != seg[:-1])
+            | (kseg[1:] != kseg[:-1]),
+        ][:n]
+        start = np.maximum.accumulate(np.where(new, pos, 0))
+        ok = kl.type[first] == OK
+        last_ok = np.r_[-1, np.maximum.accumulate(np.where(ok, pos, -1))[:-1]][:n]
+        read = last_ok >= start
+        i = np.flatnonzero(ok & (read | ~new))
+        read = read[i]
+        j = np.where(read, last_ok[i], i - 1)
+        ref_idx = np.where(read, kl.idx[last[j]], kl.idx[first[j]] - 1)
+        return {
+            "r": first[i],
+            "ref_first": first[j],
+            "ref_last": last[j],
+            "ref_idx": ref_idx,
+            "read": read,
+            "seg": seg[i],
+        }
+
+    def cases(self, skips: bool) -> Iterator[Case]:
+        kl, jd = self.kl, self.judged
+        delta = kl.idx[jd["r"]] - jd["ref_idx"]
+        for k in np.flatnonzero(delta > 1 if skips else (delta < 1) & jd["read"]):
+            r, ref_idx, seg = int(jd["r"][k]), int(jd["ref_idx"][k]), int(jd["seg"][k])
+            via = kl.ctx.resets.f[seg] if seg >= 0 else None
+            reset = reset_of(kl, int(kl.index[r]))
+            case = {
+                "key": kl.key,
+                "delta": int(delta[k]),
+                "mode": "read" if jd["read"][k] else "rewind",
+                "via": via,
+                **_ref(kl, int(jd["ref_first"][k]), int(jd["ref_last"][k])),
+                "op": kl.op_ref(r),
+                "value": int(kl.value[r]),
+                "offset": kl.offset_at(r),
+                "idx": int(kl.idx[r]),
+                "reset": reset,
+                "allowed": via == "subscribe" or reset is not None,
+            }
+            if skips:
+                yield {**case, "ref_idx": ref_idx, **skipped(kl, ref_idx, int(kl.idx[r]))}
+            else:
+                yield case
 
 
-def poll_skip(fr: Frames) -> DataFrame:
+def _deltas(kl: KeyLog) -> PollDeltas:
+    return kl.shared("poll-deltas", PollDeltas)
+
+
+def poll_skip(kl: KeyLog) -> Iterator[Case]:
     """A process's poll of a key starts more than one record past where its
     previous OK poll of that key stopped, with no assign, subscribe or rebalance
     of the key in between; or it starts past the first record of a failed
     transaction's poll that it should have rewound to. Records in between were
     skipped. Allowed for keys the process consumes via subscribe, and after
     a logged offset reset."""
-    cases = fr.shared("poll-order", _poll_deltas).where(F.col("delta") > 1)
-    return with_skipped(fr, cases, ["index", "key"], "ref_idx", "idx").drop("index")
+    return _deltas(kl).cases(skips=True)
 
 
-def nonmonotonic_poll(fr: Frames) -> DataFrame:
+def nonmonotonic_poll(kl: KeyLog) -> Iterator[Case]:
     """A process's poll of a key starts at or before a record its previous OK
     poll already returned, with nothing in between that could move it back.
     Allowed for keys the process consumes via subscribe, and where the op's
     consumer logged an offset reset of the key."""
-    return (
-        fr.shared("poll-order", _poll_deltas)
-        .where((F.col("delta") < 1) & (F.col("mode") == "read"))
-        .drop("index", "ref_idx")
-    )
+    return _deltas(kl).cases(skips=False)
 
 
-def nonmonotonic_send(fr: Frames) -> DataFrame:
+def nonmonotonic_send(kl: KeyLog) -> Iterator[Case]:
     """One producer's later op sent to a key and the record landed at or before
     the record its previous sending op wrote to that key (Δ < 1). Only OK and
     info ops count; a send whose position is unknown is not judged."""
-    spans = _op_key_span(fr, "send").where(F.col("type").isin("ok", "info"))
-    w = Window.partitionBy("process", "key").orderBy("index")
-    me = F.struct(op_ref().alias("op"), "last")
-    return (
-        spans.withColumn("prev", F.lag(me).over(w))
-        .withColumn("delta", F.col("first.idx") - F.col("prev.last.idx"))
-        .where(F.col("delta") < 1)
-        .select(
-            "key",
-            "delta",
-            F.col("prev.op").alias("prev_op"),
-            F.col("prev.last.value").alias("prev_value"),
-            F.col("prev.last.offset").alias("prev_offset"),
-            op_ref().alias("op"),
-            F.col("first.value").alias("value"),
-            F.col("first.offset").alias("offset"),
-        )
-    )
+    sp = Spans.of(kl, kl.is_send & (kl.type != FAIL))
+    a, b = sp.last[:-1], sp.first[1:]
+    same = kl.process[sp.first[:-1]] == kl.process[b]
+    known = (kl.idx[a] != NONE) & (kl.idx[b] != NONE)
+    delta = kl.idx[b] - kl.idx[a]
+    for x, y, d in zip(a[same & known], b[same & known], delta[same & known], strict=True):
+        if d < 1:
+            yield {
+                "key": kl.key,
+                "delta": int(d),
+                "prev_op": kl.op_ref(int(x)),
+                "prev_value": int(kl.value[x]),
+                "prev_offset": kl.offset_at(int(x)),
+                "op": kl.op_ref(int(y)),
+                "value": int(kl.value[y]),
+                "offset": kl.offset_at(int(y)),
+            }

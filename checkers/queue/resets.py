@@ -8,31 +8,9 @@ reported, but allowed: the client did not read out of order, it was moved.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
-from checkers.spark.frames import Frames
-from checkers.workloads.extras import with_field
-
-RESETS = "array<struct<key:bigint,from:bigint,to:bigint>>"
+from checkers.queue.key_log import KeyLog
 
 
-def offset_resets(fr: Frames) -> DataFrame:
-    """(index, key, reset) per op and key with a logged reset; ``reset`` holds
-    the first one's ``from`` and ``to``."""
-    return fr.shared(
-        "offset-resets",
-        lambda fr: (
-            with_field(fr, "offset_resets", lambda c: F.from_json(c, RESETS))
-            .select("index", F.posexplode("offset_resets").alias("pos", "r"))
-            .groupBy("index", F.col("r.key").alias("key"))
-            .agg(F.min(F.struct("pos", "r.from", "r.to")).alias("first"))
-            .select("index", "key", F.struct("first.from", "first.to").alias("reset"))
-        ),
-    )
-
-
-def with_resets(cases: DataFrame, fr: Frames) -> DataFrame:
-    """``cases`` (with ``index`` and ``key``) plus ``reset``: the reset the
-    op's consumer logged on that key, or null."""
-    return cases.join(offset_resets(fr), ["index", "key"], "left")
+def reset_of(kl: KeyLog, index: int) -> dict[str, int] | None:
+    """The first reset of this key that op ``index``'s consumer logged, or None."""
+    return kl.ctx.offset_resets.get(kl.key, {}).get(index)

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+import numpy as np
 
-from checkers.spark.frames import Frames, op_ref
+from checkers.queue.key_log import OK, KeyLog
 from checkers.spark.timeline import Timeline
 
 SHOWN = 8
 
 
-def _ok_sends(fr: Frames) -> DataFrame:
-    return fr.sends.where(F.col("type") == "ok")
-
-
-def unseen(fr: Frames) -> DataFrame:
+def unseen(kl: KeyLog) -> Iterator[dict[str, Any]]:
     """Messages acknowledged to a producer (OK sends) that no OK poll returned by
     the end of the history, one instance per key.
 
@@ -25,47 +21,53 @@ def unseen(fr: Frames) -> DataFrame:
     very late. The final polls exist to drain them, so by the end any left are
     an error.
     """
-    missing = _ok_sends(fr).join(fr.ok_read_values, ["key", "value"], "left_anti")
-    return missing.groupBy("key").agg(
-        F.count("*").alias("count"),
-        F.slice(
-            F.sort_array(F.collect_list(F.struct("offset", "value", op_ref().alias("writer")))),
-            1,
-            SHOWN,
-        ).alias("messages"),
-    )
+    rows = np.flatnonzero(kl.is_send & (kl.type == OK) & ~kl.was_ok_read(kl.value))
+    if len(rows) == 0:
+        return
+    # unknown offsets first, as Spark sorts nulls
+    order = np.lexsort((kl.index[rows], kl.value[rows], kl.offset[rows], kl.has_offset[rows]))
+    yield {
+        "key": kl.key,
+        "count": len(rows),
+        "messages": [
+            {"offset": kl.offset_at(int(r)), "value": int(kl.value[r]), "writer": kl.op_ref(int(r))}
+            for r in rows[order][:SHOWN]
+        ],
+    }
 
 
-def unseen_series(fr: Frames, timeline: Timeline | None) -> list[dict[str, Any]]:
-    """How many acknowledged messages per key were not yet polled, over time:
-    ``[{"time": ns, "unseen": {key: count}}, ...]`` one point per bucket of
-    ``timeline`` (``None``: an empty history).
+def unseen_deltas(kl: KeyLog, timeline: Timeline) -> tuple[np.ndarray, np.ndarray]:
+    """(bucket, change) of this key's count of acknowledged messages not yet
+    polled, summed per bucket of ``timeline``.
 
     A message counts from its send's completion until the first OK poll that
     returned it completes (not at all if that poll came first).
     """
+    sends = np.flatnonzero(kl.is_send & (kl.type == OK))
+    reads = np.flatnonzero(kl.is_poll & (kl.type == OK))
+    order = np.lexsort((kl.time[reads], kl.value[reads]))
+    rv, rt = kl.value[reads][order], kl.time[reads][order]
+    first = np.r_[True, rv[1:] != rv[:-1]] if len(rv) else np.empty(0, bool)
+    rv, rt = rv[first], rt[first]
+    sent = kl.time[sends]
+    at = np.minimum(np.searchsorted(rv, kl.value[sends]), max(len(rv) - 1, 0))
+    read = (rv[at] == kl.value[sends]) if len(rv) else np.zeros(len(sends), bool)
+    seen = np.where(read, rt[at] if len(rv) else 0, 0)
+    live = ~read | (seen > sent)
+    buckets = np.r_[timeline.bucket_of(sent[live]), timeline.bucket_of(seen[live & read])]
+    change = np.r_[np.ones(int(live.sum()), np.int64), -np.ones(int((live & read).sum()), np.int64)]
+    b, inverse = np.unique(buckets, return_inverse=True)
+    return b, np.bincount(inverse.ravel(), weights=change, minlength=len(b)).astype(np.int64)
+
+
+def unseen_series(
+    deltas: dict[int, dict[int, int]], timeline: Timeline | None
+) -> list[dict[str, Any]]:
+    """How many acknowledged messages per key were not yet polled, over time:
+    ``[{"time": ns, "unseen": {key: count}}, ...]`` one point per bucket of
+    ``timeline`` (``None``: an empty history), from ``{bucket: {key: change}}``."""
     if timeline is None:
         return []
-    sends = _ok_sends(fr).select("key", "value", F.col("time").alias("sent"))
-    seen = (
-        fr.reads.where(F.col("type") == "ok")
-        .groupBy("key", "value")
-        .agg(F.min("time").alias("seen"))
-    )
-    life = sends.join(seen, ["key", "value"], "left").where(
-        F.col("seen").isNull() | (F.col("seen") > F.col("sent"))
-    )
-    events = life.select(
-        "key", timeline.bucket("sent").alias("b"), F.lit(1).alias("d")
-    ).unionByName(
-        life.where(F.col("seen").isNotNull()).select(
-            "key", timeline.bucket("seen").alias("b"), F.lit(-1).alias("d")
-        )
-    )
-    rows = events.groupBy("b", "key").agg(F.sum("d").alias("d")).collect()
-    deltas: dict[int, dict[int, int]] = {}
-    for r in rows:
-        deltas.setdefault(int(r["b"]), {})[int(r["key"])] = int(r["d"])
     current: dict[int, int] = {}
     series = []
     for b in range(min(deltas, default=0), max(deltas, default=-1) + 1):

@@ -3,62 +3,72 @@ two offsets."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from collections.abc import Iterator
+from typing import Any
 
-from checkers.spark.frames import Frames
+import numpy as np
+
+from checkers.queue.key_log import MOPS, TYPES, KeyLog, group_bounds
 
 SHOWN_OPS = 8
 
-
-def _observers(fr: Frames, on: list[str]) -> DataFrame:
-    """Who observed each (key, offset, value): a few ops per group, for explanations."""
-    return fr.mops.where(F.col("offset").isNotNull()).select(
-        *on,
-        F.struct(
-            "offset",
-            "value",
-            "mop",
-            F.col("index").alias("index"),
-            "process",
-            "time",
-            "type",
-            "f",
-        ).alias("obs"),
-    )
+Case = dict[str, Any]
 
 
-def inconsistent_offsets(fr: Frames) -> DataFrame:
+def _observers(kl: KeyLog, rows: np.ndarray) -> list[Case]:
+    """Who observed ``rows`` (any op, any micro-op with a known offset): the
+    first few by offset, value, micro-op name and op, for explanations."""
+    rows = rows[kl.has_offset[rows]]
+    by_name = kl.mop[rows] != MOPS.index("poll")  # "poll" sorts before "send"
+    order = np.lexsort((kl.index[rows], by_name, kl.value[rows], kl.offset[rows]))
+    shown = []
+    for r in rows[order][:SHOWN_OPS]:
+        ref = kl.op_ref(int(r))
+        shown.append(
+            {
+                "offset": int(kl.offset[r]),
+                "value": int(kl.value[r]),
+                "mop": MOPS[kl.mop[r]],
+                "index": ref["index"],
+                "process": ref["process"],
+                "time": ref["time"],
+                "type": TYPES[kl.type[r]],
+                "f": ref["f"],
+            }
+        )
+    return shown
+
+
+def inconsistent_offsets(kl: KeyLog) -> Iterator[Case]:
     """Two different values observed at the same offset of a key.
 
     Observed means polled by any op (polls must always return committed data) or
     sent by an op that must have committed. Kafka assigns each offset once, so
     this means replicas diverged or a write was acknowledged at a wrong offset.
     """
-    cases = (
-        fr.versions.groupBy("key", "offset", "idx")
-        .agg(F.sort_array(F.collect_set("value")).alias("values"))
-        .where(F.size("values") > 1)
-    )
-    obs = (
-        _observers(fr, ["key", "offset"])
-        .join(cases.select("key", "offset"), ["key", "offset"], "left_semi")
-        .groupBy("key", "offset")
-        .agg(F.slice(F.sort_array(F.collect_list("obs")), 1, SHOWN_OPS).alias("ops"))
-    )
-    return cases.join(obs, ["key", "offset"], "left")
+    starts, ends = group_bounds(kl.v_offset)
+    counts = ends - starts
+    for s in starts[counts > 1]:
+        offset = int(kl.v_offset[s])
+        yield {
+            "key": kl.key,
+            "offset": offset,
+            "idx": int(kl.v_idx[s]),
+            "values": sorted(int(v) for v in kl.v_value[kl.v_offset == offset]),
+            "ops": _observers(kl, np.flatnonzero(kl.offset == offset)),
+        }
 
 
-def duplicate(fr: Frames) -> DataFrame:
+def duplicate(kl: KeyLog) -> Iterator[Case]:
     """One value appears at more than one offset of a key: the message was
     written twice (e.g. a producer retry that idempotence should have removed)."""
-    cases = fr.value_index.where(F.size("offsets") > 1).select(
-        "key", "value", "offsets", F.size("offsets").alias("count")
-    )
-    obs = (
-        _observers(fr, ["key", "value"])
-        .join(cases.select("key", "value"), ["key", "value"], "left_semi")
-        .groupBy("key", "value")
-        .agg(F.slice(F.sort_array(F.collect_list("obs")), 1, SHOWN_OPS).alias("ops"))
-    )
-    return cases.join(obs, ["key", "value"], "left")
+    for p in np.flatnonzero(kl.value_count > 1):
+        value = int(kl.values[p])
+        offsets = kl.value_offsets(value)
+        yield {
+            "key": kl.key,
+            "value": value,
+            "offsets": offsets,
+            "count": len(offsets),
+            "ops": _observers(kl, np.flatnonzero(kl.value == value)),
+        }

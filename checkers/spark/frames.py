@@ -1,9 +1,10 @@
 """The history as Spark frames: completions, micro-ops, committed writers and
-the per-key version order every analysis indexes into.
+the per-key version order the workload checks (``checkers.workloads``) join
+against.
 
-Built once per check and cached, because nearly every case finder joins
-against the same few frames. Column names follow the flattened history table
-(``checkers.history`` writes it; one row per micro-op element).
+Built once per check and cached, because those finders share the same few
+frames. Column names follow the flattened history table (``checkers.history``
+writes it; one row per micro-op element).
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 NEMESIS = "nemesis"
-READ_FS = ("poll", "txn")
-GRAPH_FS = ("send", "poll", "txn")
-RESET_FS = ("assign", "subscribe")
 
 REQUIRED_COLUMNS = {
     "index": "bigint",
@@ -55,11 +55,52 @@ def prefixed(df: DataFrame, prefix: str, cols: list[str]) -> DataFrame:
     return df.select(*[F.col(c).alias(prefix + c) for c in cols])
 
 
+def completions(raw: DataFrame) -> DataFrame:
+    """Client completion rows (ok/fail/info), typed; invocations and nemesis
+    ops dropped."""
+    cols = [F.col(c).cast(t).alias(c) for c, t in REQUIRED_COLUMNS.items()]
+    return (
+        raw.select(*cols)
+        .where((F.col("process") != NEMESIS) & (F.col("type") != "invoke"))
+        .withColumnRenamed("pair_time", "invoke_time")
+    )
+
+
+MOP_COLUMNS = (
+    "index",
+    "type",
+    "process",
+    "f",
+    "time",
+    "invoke_time",
+    "mop_index",
+    "mop",
+    "key",
+    "offset",
+    "value",
+    "pos",
+)
+
+
+def micro_ops(raw: DataFrame) -> DataFrame:
+    """Every send and every polled record."""
+    return (
+        completions(raw)
+        .where(
+            F.col("mop").isin("send", "poll")
+            & F.col("key").isNotNull()
+            & F.col("value").isNotNull()
+        )
+        .select(*MOP_COLUMNS)
+    )
+
+
 @dataclass
 class Frames:
     """Lazily built, cached frames over one flattened history."""
 
     raw: DataFrame
+    seen_info: np.ndarray  # info ops that must have committed (checkers.queue.run)
     _memo: dict[str, DataFrame] = field(default_factory=dict)
 
     def shared(self, name: str, build: Callable[[Frames], DataFrame]) -> DataFrame:
@@ -70,13 +111,7 @@ class Frames:
 
     @cached_property
     def completions(self) -> DataFrame:
-        """Client completion rows (ok/fail/info); invocations and nemesis ops dropped."""
-        cols = [F.col(c).cast(t).alias(c) for c, t in REQUIRED_COLUMNS.items()]
-        return (
-            self.raw.select(*cols)
-            .where((F.col("process") != NEMESIS) & (F.col("type") != "invoke"))
-            .withColumnRenamed("pair_time", "invoke_time")
-        )
+        return completions(self.raw)
 
     @cached_property
     def ops(self) -> DataFrame:
@@ -99,25 +134,7 @@ class Frames:
 
     @cached_property
     def mops(self) -> DataFrame:
-        """Every send and every polled record, with the dense index of its offset."""
-        raw = self.completions.where(
-            F.col("mop").isin("send", "poll")
-            & F.col("key").isNotNull()
-            & F.col("value").isNotNull()
-        )
-        return raw.select(
-            "index",
-            "type",
-            "process",
-            "f",
-            "time",
-            "mop_index",
-            "mop",
-            "key",
-            "offset",
-            "value",
-            "pos",
-        ).cache()
+        return micro_ops(self.raw).cache()
 
     @cached_property
     def reads(self) -> DataFrame:
@@ -130,31 +147,14 @@ class Frames:
 
     @cached_property
     def sends(self) -> DataFrame:
-        """Sends, with ``committed``: the op is OK, or it is info and an OK poll saw one
-        of its sends (Jepsen's must-have-committed?).
-
-        A value sent by more than one op (an eos copy retried after an info copy
-        re-sends what it copied) proves an info send only where it was read: at
-        that send's offset, when the send knows it."""
-        sends = self.mops.where(F.col("mop") == "send")
-        senders = sends.groupBy("key", "value").agg(F.countDistinct("index").alias("senders"))
-        info = sends.where(F.col("type") == "info").join(senders, ["key", "value"])
-        by_value = (F.col("senders") == 1) | F.col("offset").isNull()
-        ok_reads = self.reads.where(F.col("type") == "ok")
-        seen_info = (
-            info.where(by_value)
-            .join(self.ok_read_values, ["key", "value"], "left_semi")
-            .select("index")
-            .unionByName(
-                info.where(~by_value)
-                .join(ok_reads.select("key", "value", "offset"), ["key", "value", "offset"])
-                .select("index")
-            )
-            .distinct()
-            .withColumn("seen", F.lit(True))
-        )
+        """Sends, with ``committed``: the op is OK, or it is info and an OK poll
+        saw one of its sends (on any key: ``seen_info``)."""
+        seen = self.raw.sparkSession.createDataFrame(
+            pa.table({"index": pa.array(self.seen_info, pa.int64())})
+        ).withColumn("seen", F.lit(True))
         return (
-            sends.join(F.broadcast(seen_info), "index", "left")
+            self.mops.where(F.col("mop") == "send")
+            .join(F.broadcast(seen), "index", "left")
             .withColumn(
                 "committed", (F.col("type") == "ok") | F.coalesce(F.col("seen"), F.lit(False))
             )
@@ -211,50 +211,6 @@ class Frames:
             .cache()
         )
 
-    @cached_property
-    def by_index(self) -> DataFrame:
-        """(key, idx) → one value and offset (the smallest value if an offset conflicts)."""
-        return (
-            self.versions.groupBy("key", "idx")
-            .agg(F.min(F.struct("value", "offset")).alias("v"))
-            .select("key", "idx", "v.value", "v.offset")
-        )
-
-    @cached_property
-    def positioned(self) -> DataFrame:
-        """Micro-ops with ``idx``: from their offset when known, else from the first
-        index their value appears at (sends with unknown offsets)."""
-        vi = self.value_index.select("key", "value", F.col("first").alias("vidx"))
-        return (
-            self.mops.join(self.offset_index, ["key", "offset"], "left")
-            .join(vi, ["key", "value"], "left")
-            .withColumn("idx", F.coalesce("idx", "vidx"))
-            .drop("vidx")
-            .cache()
-        )
-
-    @cached_property
-    def segments(self) -> DataFrame:
-        """Per op: which assign/subscribe segment of its process it falls in.
-
-        ``seg`` counts the process's assign/subscribe ops (ok or info) up to and
-        including this one; ``via`` and ``assigned`` describe the latest of them.
-        """
-        w = (
-            Window.partitionBy("process")
-            .orderBy("index")
-            .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        )
-        reset = F.col("f").isin(*RESET_FS) & F.col("type").isin("ok", "info")
-        return (
-            self.ops.withColumn("is_reset", reset.cast("int"))
-            .withColumn("seg", F.sum("is_reset").over(w))
-            .withColumn("via", F.last(F.when(reset, F.col("f")), ignorenulls=True).over(w))
-            .withColumn("assigned", F.last(F.when(reset, F.col("keys")), ignorenulls=True).over(w))
-            .select("index", "seg", "via", "assigned")
-            .cache()
-        )
-
     def unpersist(self) -> None:
         for df in self._memo.values():
             df.unpersist()
@@ -266,8 +222,6 @@ class Frames:
             "writers",
             "versions",
             "value_index",
-            "positioned",
-            "segments",
         ):
             if name in self.__dict__:
                 self.__dict__[name].unpersist()

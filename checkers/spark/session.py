@@ -14,6 +14,7 @@ import gc
 import logging
 import os
 import subprocess
+import sys
 import threading
 from concurrent.futures import Future
 
@@ -36,6 +37,9 @@ _pending: dict[str, Future[SparkSession]] = {}
 def _build(master: str) -> SparkSession:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    # The per-key analyses run in Python workers, which need this
+    # interpreter's packages (numpy, pyarrow and jepka's own).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     local = master.startswith("local")
     builder = (
         SparkSession.builder.master(master)

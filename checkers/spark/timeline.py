@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -23,6 +24,10 @@ class Timeline:
     def bucket(self, column: str) -> Column:
         """The bucket a time column falls in."""
         return ((F.col(column) - self.lo) / self.width).cast("long")
+
+    def bucket_of(self, times: np.ndarray) -> np.ndarray:
+        """The buckets an array of times falls in."""
+        return ((times - self.lo) // self.width).astype(np.int64)
 
     def end(self, bucket: int) -> int:
         """The time a bucket's point is plotted at: its end."""

@@ -56,14 +56,14 @@ STOPPED_MID_CHECK = textwrap.dedent(
 
     undisturbed = analyze.check("examples/anomalies.jsonl")
     first = get_session()
-    real = analyze.find_cases
+    real = analyze.analyse_keys
 
-    def stopping(fr, cap):
+    def stopping(*args):
         if analyze.is_alive(first):
             first.sparkContext._jsc.sc().stop()
-        return real(fr, cap)
+        return real(*args)
 
-    analyze.find_cases = stopping
+    analyze.analyse_keys = stopping
     again = analyze.check("examples/anomalies.jsonl")
     print(json.dumps([undisturbed["valid"], sorted(undisturbed["anomalies"])]))
     print(json.dumps([again["valid"], sorted(again["anomalies"])]))
