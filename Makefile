@@ -4,10 +4,11 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+CDS    := $(VENV)/.spark-cds
 
 .PHONY: setup system demo test lint bench clean
 
-setup: system $(STAMP)
+setup: system $(STAMP) $(CDS)
 
 system:
 	@bash scripts/setup-system.sh
@@ -17,6 +18,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $(STAMP)
+
+# The archive of classes Spark's JVM loads, so every later JVM starts faster.
+$(CDS): $(STAMP)
+	$(BIN)/python -m checkers.spark.cds
+	@touch $(CDS)
 
 demo: setup
 	@bash scripts/demo.sh

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -25,15 +27,15 @@ from checkers.cycles.graph import build_graph
 from checkers.cycles.search import find_cycles
 from checkers.load import Loaded, Source, as_dataframe, read_source
 from checkers.queue.check import FINDERS
-from checkers.queue.context import build_context, op_stats
 from checkers.queue.lag import realtime_lag
-from checkers.queue.run import KeyedResults, analyse_keys, op_table
+from checkers.queue.run import KeyedResults, OpFacts, analyse_keys, key_rows
 from checkers.queue.unseen import unseen_series
 from checkers.result import UNKNOWN, build_result
 from checkers.spark.frames import micro_ops
 from checkers.spark.session import (
     is_alive,
     release_jvm_objects,
+    release_unused_memory,
     start_in_background,
     tune_for_size,
 )
@@ -41,11 +43,10 @@ from checkers.workloads.finders import FIELDS as WORKLOAD_FIELDS
 from checkers.workloads.finders import workload_cases
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CAP = 64  # instances kept per kind; exact counts stay in stats
 CYCLE_TIMEOUT_S = 60.0
-WW_NAMES = {"a": "src", "b": "dst", "key": "key", "c": "v1", "d": "v2", "e": "o1", "f": "o2"}
-WR_NAMES = {"a": "src", "b": "dst", "key": "key", "c": "value", "d": "offset"}
 
 
 class _Timer:
@@ -127,11 +128,15 @@ def check(
     starting = start_in_background(spark_master) if spark is None else None
     with timer("read"):
         loaded = read_source(source, fmt)
+    # Known without Spark: worked out while Spark starts and shuffles.
+    facts = _in_background(OpFacts.of, loaded.take_heads()) if loaded.frame is None else None
     if starting is not None:
         with timer("spark_start"):
             spark = starting.result()
     assert spark is not None
-    judge = partial(_judge, loaded, timer, ww_deps=ww_deps, cap=cap, timeout_s=cycle_timeout_s)
+    judge = partial(
+        _judge, loaded, facts, timer, ww_deps=ww_deps, cap=cap, timeout_s=cycle_timeout_s
+    )
     master = spark.sparkContext.master
     try:
         result = judge(spark)
@@ -156,8 +161,22 @@ def check(
     return result
 
 
+def _in_background(fn: Callable[..., T], *args: Any) -> Future[T]:
+    done: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(fn(*args))
+        except BaseException as e:  # raised where the result is awaited
+            done.set_exception(e)
+
+    threading.Thread(target=run, name="op-facts", daemon=True).start()
+    return done
+
+
 def _judge(
     loaded: Loaded,
+    facts: Future[OpFacts] | None,
     timer: _Timer,
     spark: SparkSession,
     *,
@@ -169,22 +188,28 @@ def _judge(
     tune_for_size(spark, loaded.rows)
     timer.spark = spark
     with as_dataframe(spark, loaded) as raw:
-        with timer("load"):
-            ops = op_table(loaded.heads(raw), WORKLOAD_FIELDS)
-            stats, timeline = op_stats(ops)
-            ctx = build_context(ops, timeline)
-        with timer("cases"):
-            keyed, seen = analyse_keys(spark, micro_ops(raw), ctx, cap)
-            cases, counts = find_cases(keyed, raw, ops, seen, cap)
-    with timer("cycles"):
-        ww = keyed.columns("_ww", WW_NAMES) if ww_deps else edges.EMPTY_WW
-        wr = keyed.columns("_wr", WR_NAMES)
-        graph = build_graph(edges.op_intervals(ops), ww, wr)
-        cycles = find_cycles(graph, ww_deps=ww_deps, timeout_s=timeout_s)
+        with timer("shuffle"):
+            rows = key_rows(micro_ops(raw))
+        try:
+            with timer("load"):
+                known = facts.result() if facts is not None else OpFacts.of(loaded.heads(raw))
+            ops, stats, timeline, ctx = known.ops, dict(known.stats), known.timeline, known.ctx
+            with timer("cases"):
+                keyed, seen = analyse_keys(spark, rows, ctx, cap)
+                cases, counts = find_cases(keyed, raw, ops, seen, cap)
+        finally:
+            rows.unpersist()
     with timer("figures"):
         stats["keys"] = keyed.keys
         stats["unseen_series"] = unseen_series(keyed.unseen_deltas(), timeline)
         stats["realtime_lag"] = realtime_lag(keyed.lags(), ctx.processes, timeline)
+    ww = keyed.ww if ww_deps else edges.EMPTY_WW
+    wr = keyed.wr
+    del keyed, ctx, known  # the graph of a 10M-op history needs their gigabyte
+    release_unused_memory()
+    with timer("cycles"):
+        graph = build_graph(edges.op_intervals(ops), ww, wr)
+        cycles = find_cycles(graph, ww_deps=ww_deps, timeout_s=timeout_s)
     stats["graph"] = {
         "nodes": graph.n,
         "edges": len(graph.src),

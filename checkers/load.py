@@ -56,15 +56,24 @@ class Loaded:
     frame: DataFrame | None = None
     parquet_heads: pa.Table | None = None  # what checking the Parquet file read
 
-    def heads(self, raw: DataFrame) -> pa.Table:
+    def take_heads(self) -> pa.Table:
+        """:meth:`heads` of a file or table source, no longer kept here (for
+        10M ops they hold a gigabyte)."""
+        heads = self.heads()
+        self.parquet_heads = None
+        return heads
+
+    def heads(self, raw: DataFrame | None = None) -> pa.Table:
         """Each op's first row (:data:`HEAD_COLUMNS`): one row per op, which
-        the driver holds anyway (the cycle search needs every op)."""
+        the driver holds anyway (the cycle search needs every op). Only a
+        DataFrame source needs ``raw`` (Spark collects them)."""
         if self.parquet_heads is not None:
             return self.parquet_heads
         if self.table is not None:
             return self.table.filter(pc.equal(self.table.column("row"), 0)).select(
                 list(HEAD_COLUMNS)
             )
+        assert raw is not None, "a DataFrame source's heads come from Spark"
         return raw.where(F.col("row") == 0).select(*HEAD_COLUMNS).toArrow()
 
     @property

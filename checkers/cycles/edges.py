@@ -25,6 +25,7 @@ REL_NAMES = {WW: "ww", WR: "wr", PROCESS: "process", REALTIME: "realtime"}
 WW_COLUMNS = ("src", "dst", "key", "v1", "v2", "o1", "o2")
 WR_COLUMNS = ("src", "dst", "key", "value", "offset")
 EMPTY_WW = pa.table({c: pa.array([], pa.int64()) for c in WW_COLUMNS})
+EMPTY_WR = pa.table({c: pa.array([], pa.int64()) for c in WR_COLUMNS})
 
 
 def _distinct_pairs(src: np.ndarray, dst: np.ndarray) -> np.ndarray:

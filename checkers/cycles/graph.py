@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from checkers.cycles.edges import PROCESS, REALTIME, WR, WW
 
@@ -60,7 +61,7 @@ class Graph:
     rel: np.ndarray
     ww: pa.Table
     wr: pa.Table
-    _cache: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    _cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -71,13 +72,14 @@ class Graph:
             c: self.ops.column(c)[node].as_py() for c in ("index", "process", "time", "type", "f")
         }
 
-    def _ends(self, rel: int) -> tuple[np.ndarray, np.ndarray]:
+    def _ends(self, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The edge table's rows sorted by source (sorted on first use: only
+        explaining a cycle needs it), with their sources and destinations."""
         if rel not in self._cache:
             table = self.ww if rel == WW else self.wr
-            self._cache[rel] = (
-                table.column("src").to_numpy(),
-                table.column("dst").to_numpy(),
-            )
+            src, dst = table.column("src").to_numpy(), table.column("dst").to_numpy()
+            order = np.argsort(src, kind="stable")
+            self._cache[rel] = (order, src[order], dst[order])
         return self._cache[rel]
 
     def detail(self, a: int, b: int, rel: int) -> dict[str, Any]:
@@ -85,13 +87,12 @@ class Graph:
         ia, ib = self.ops.column("index")[a].as_py(), self.ops.column("index")[b].as_py()
         if rel in (WW, WR):
             table = self.ww if rel == WW else self.wr
-            src, dst_all = self._ends(rel)
+            order, src, dst_all = self._ends(rel)
             lo = int(np.searchsorted(src, ia))
             hi = int(np.searchsorted(src, ia, side="right"))
-            dst = dst_all[lo:hi]
-            hits = np.flatnonzero(dst == ib)
+            hits = np.flatnonzero(dst_all[lo:hi] == ib)
             if len(hits):
-                row = table.slice(lo + int(hits[0]), 1).to_pylist()[0]
+                row = table.slice(int(order[lo + int(hits[0])]), 1).to_pylist()[0]
                 return {k: v for k, v in row.items() if k not in ("src", "dst")}
         if rel == PROCESS:
             return {"process": self.op(a)["process"]}
@@ -101,39 +102,36 @@ class Graph:
 def build_graph(ops: pa.Table, ww: pa.Table, wr: pa.Table) -> Graph:
     """Maps op indexes to node ids, adds process and realtime edges, and merges
     parallel edges into one per pair."""
-    ops = ops.sort_by("index")
     index = ops.column("index").to_numpy()
-    invoke = ops.column("invoke_index").to_numpy(zero_copy_only=False)
-    invoke = np.where(np.isnan(invoke.astype(float)), index, invoke).astype(np.int64)
-    ok = np.asarray(ops.column("type").to_pylist(), dtype=object) == "ok"
-    proc_codes = np.unique(
-        np.asarray(ops.column("process").to_pylist(), dtype=object), return_inverse=True
-    )[1]
+    if np.any(index[1:] < index[:-1]):
+        ops = ops.sort_by("index")
+        index = ops.column("index").to_numpy()
+    invoke = pc.fill_null(ops.column("invoke_index"), ops.column("index")).to_numpy()
+    ok = pc.equal(ops.column("type"), "ok").to_numpy(zero_copy_only=False)
+    proc_codes = pc.dictionary_encode(ops.column("process")).combine_chunks().indices.to_numpy()
 
-    parts: list[tuple[np.ndarray, np.ndarray, int]] = []
+    # Each edge as one int64, (src · n + dst) · 16 + relation bit, sorted in
+    # place: parallel edges end up side by side, and no index array is built
+    # (a 10M-op history has about 50M edges).
+    n = max(len(index), 1)
+    parts = []
     for table, bit in ((ww, WW), (wr, WR)):
         s = np.searchsorted(index, table.column("src").to_numpy())
         d = np.searchsorted(index, table.column("dst").to_numpy())
-        parts.append((s, d, bit))
-    ps, pd = process_edges(proc_codes, index)
-    parts.append((ps, pd, PROCESS))
-    rs, rd = realtime_edges(invoke, index, ok)
-    parts.append((rs, rd, REALTIME))
+        parts.append(_packed(s, d, n, bit))
+    parts.append(_packed(*process_edges(proc_codes, index), n, PROCESS))
+    parts.append(_packed(*realtime_edges(invoke, index, ok), n, REALTIME))
+    packed = np.concatenate(parts)
+    del parts
+    packed.sort()
+    pair = packed >> 4
+    starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if len(pair) else pair
+    merged = np.bitwise_or.reduceat((packed & 15).astype(np.uint8), starts) if len(pair) else []
+    uniq = pair[starts]
+    del packed, pair
+    src, dst = (uniq // n).astype(np.int32), (uniq % n).astype(np.int32)
+    return Graph(ops, src, dst, np.asarray(merged, np.uint8), ww, wr)
 
-    src = np.concatenate([p[0] for p in parts]).astype(np.int64)
-    dst = np.concatenate([p[1] for p in parts]).astype(np.int64)
-    rel = np.concatenate([np.full(len(p[0]), p[2], np.uint8) for p in parts])
-    n = len(index)
-    pair = src * max(n, 1) + dst
-    order = np.argsort(pair, kind="stable")
-    pair, rel = pair[order], rel[order]
-    uniq, starts = np.unique(pair, return_index=True)
-    merged = np.bitwise_or.reduceat(rel, starts) if len(rel) else rel
-    return Graph(
-        ops,
-        uniq // max(n, 1),
-        uniq % max(n, 1),
-        merged.astype(np.uint8),
-        ww.sort_by([("src", "ascending"), ("dst", "ascending")]),
-        wr.sort_by([("src", "ascending"), ("dst", "ascending")]),
-    )
+
+def _packed(src: np.ndarray, dst: np.ndarray, n: int, bit: int) -> np.ndarray:
+    return (src.astype(np.int64) * n + dst) * 16 + bit

@@ -1,16 +1,14 @@
 """Every analysis of one key, run where the key's rows are (a Spark grouped
 map): the case finders, capped per kind, the key's ww and wr edges, and its
-share of the figures; all returned as rows of :data:`OUT_SCHEMA`.
-
-Columns ``a``..``f`` and ``s`` carry each row kind's numbers:
+share of the figures. The edges come back as their own tables, the rest as
+rows of :data:`OUT_SCHEMA`, whose columns ``a``..``d`` carry each row kind's
+numbers:
 
 =============  ==============================================================
 kind           columns
 =============  ==============================================================
 an anomaly     ``ord``, ``allowed``, ``case`` (JSON), or a count row
                (``case`` null): ``a`` = total, ``b`` = allowed
-``_ww``        ``a`` src, ``b`` dst, ``c`` v1, ``d`` v2, ``e`` o1, ``f`` o2
-``_wr``        ``a`` src, ``b`` dst, ``c`` value, ``d`` offset
 ``_unseen``    ``a`` bucket, ``b`` change of the key's unseen count
 ``_lag_p``     ``a`` process code, ``b`` worst lag
 ``_lag_b``     ``a`` bucket, ``b`` worst lag
@@ -22,6 +20,7 @@ an anomaly     ``ord``, ``allowed``, ``case`` (JSON), or a count row
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -67,7 +66,7 @@ OUT_SCHEMA = pa.schema(
         ("ord", pa.int64()),
         ("allowed", pa.bool_()),
         ("case", pa.string()),
-        *[(c, pa.int64()) for c in "abcdef"],
+        *[(c, pa.int64()) for c in "abcd"],
     ]
 )
 REF_FIELDS = ("op", "reader", "writer", "max_read")  # as checkers.workloads.finders
@@ -113,8 +112,19 @@ class _Rows:
         return pa.Table.from_batches(self.batches, schema=OUT_SCHEMA)
 
 
-def analyse_key(table: pa.Table, ctx: Context, cap: int) -> pa.Table:
-    """All of one key's findings, as rows of :data:`OUT_SCHEMA`."""
+@dataclass
+class KeyResults:
+    """One key's findings (:data:`OUT_SCHEMA`), and its ww and wr edges
+    (columns of :data:`checkers.cycles.edges.WW_COLUMNS` and ``WR_COLUMNS``
+    but the key)."""
+
+    rows: pa.Table
+    ww: pa.Table
+    wr: pa.Table
+
+
+def analyse_key(table: pa.Table, ctx: Context, cap: int) -> KeyResults:
+    """All of one key's findings."""
     kl = KeyLog(table, ctx)
     out = _Rows(kl.key)
     out.add("_key")
@@ -128,19 +138,6 @@ def analyse_key(table: pa.Table, ctx: Context, cap: int) -> pa.Table:
         if shown:
             allowed, order, text = zip(*shown, strict=True)
             out.add(kind, len(shown), allowed=list(allowed), ord=list(order), case=list(text))
-    ww = edges.ww_edges(kl)
-    out.add(
-        "_ww",
-        len(ww["src"]),
-        a=ww["src"],
-        b=ww["dst"],
-        c=ww["v1"],
-        d=ww["v2"],
-        e=ww["o1"],
-        f=ww["o2"],
-    )
-    wr = edges.wr_edges(kl)
-    out.add("_wr", len(wr["src"]), a=wr["src"], b=wr["dst"], c=wr["value"], d=wr["offset"])
     if ctx.timeline is not None:
         b, change = unseen.unseen_deltas(kl, ctx.timeline)
         out.add("_unseen", len(b), a=b, b=change)
@@ -162,4 +159,4 @@ def analyse_key(table: pa.Table, ctx: Context, cap: int) -> pa.Table:
                 c=[lags.worst[2]],
                 d=[lags.worst[3]],
             )
-    return out.table()
+    return KeyResults(out.table(), pa.table(edges.ww_edges(kl)), pa.table(edges.wr_edges(kl)))

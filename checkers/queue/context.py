@@ -22,6 +22,8 @@ import pyarrow.compute as pc
 
 from checkers.spark.timeline import Timeline
 
+TYPES = ("ok", "info", "fail")  # completion types, by code
+OK, INFO, FAIL = 0, 1, 2
 READ_FS = ("poll", "txn")
 RESET_FS = ("assign", "subscribe")
 GRAPH_FS = ("send", "poll", "txn")
@@ -55,8 +57,27 @@ class Resets:
 
 
 @dataclass
+class Ops:
+    """Every completed client op's op-level fields, by code, sorted by index:
+    a key's rows carry only their op's index and look the rest up here."""
+
+    index: np.ndarray
+    process: np.ndarray  # code into Context.processes
+    type: np.ndarray  # code into TYPES
+    f: np.ndarray  # code into fs
+    fs: list[str]
+    time: np.ndarray
+    invoke_time: np.ndarray
+
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        """Positions of the ops with these indices."""
+        return np.searchsorted(self.index, index)
+
+
+@dataclass
 class Context:
     processes: list[str]  # code → name
+    ops: Ops
     # Info ops an OK poll saw a send of on some key (empty: a key knows only
     # its own; checkers.queue.run fills it in for keys that need more).
     seen_info: np.ndarray
@@ -66,20 +87,13 @@ class Context:
     polls: dict[str, np.ndarray]  # OK poll/txn ops: at (sorted), invoke_time, time
     timeline: Timeline | None
     key_resets: dict[int, np.ndarray] = field(default_factory=dict)
-    names: pa.Array = field(default_factory=lambda: pa.array([], pa.string()))
 
     def __post_init__(self) -> None:
-        self.names = pa.array(self.processes, pa.string())
         by_key: dict[int, list[int]] = {}
         for j, keys in enumerate(self.resets.keys):
             for k in set(keys):
                 by_key.setdefault(k, []).append(j)
         self.key_resets = {k: np.array(v, np.int64) for k, v in by_key.items()}
-
-    def process_codes(self, names: pa.Array) -> np.ndarray:
-        """The codes of process names (all of them in this history)."""
-        codes = pc.index_in(names, value_set=self.names)
-        return codes.to_numpy(zero_copy_only=False).astype(np.int64)
 
     def resets_of(self, key: int) -> np.ndarray:
         """Positions (in ``resets``) of the assign/subscribe ops naming ``key``."""
@@ -87,12 +101,13 @@ class Context:
 
 
 def _first_resets(
-    index: np.ndarray, logged: list[list[dict[str, int]] | None]
+    index: np.ndarray, logged: pa.ChunkedArray
 ) -> dict[int, dict[int, dict[str, int]]]:
     """Per key and op: the first offset reset the op's consumer logged."""
     out: dict[int, dict[int, dict[str, int]]] = {}
-    for i, resets in zip(index.tolist(), logged, strict=True):
-        for r in resets or ():
+    some = np.flatnonzero(logged.is_valid().to_numpy(zero_copy_only=False))
+    for i, resets in zip(index[some].tolist(), logged.drop_null().to_pylist(), strict=True):
+        for r in resets:
             out.setdefault(int(r["key"]), {}).setdefault(i, {"from": r["from"], "to": r["to"]})
     return out
 
@@ -105,14 +120,25 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
     pcode = pcode.to_numpy(zero_copy_only=False).astype(np.int64)
     index = ops.column("index").to_numpy()
     at = by_process(pcode, index)
-    f = np.asarray(ops.column("f").to_pylist(), dtype=object)
-    typ = np.asarray(ops.column("type").to_pylist(), dtype=object)
+    f_codes = pc.dictionary_encode(ops.column("f")).combine_chunks()
+    type_codes = pc.index_in(ops.column("type"), value_set=pa.array(TYPES))
+    invoke = pc.fill_null(ops.column("invoke_time"), ops.column("time")).to_numpy()
+    time = ops.column("time").to_numpy()
+    by_index = np.argsort(index, kind="stable")
 
-    is_reset = np.isin(f, RESET_FS) & np.isin(typ, ("ok", "info"))
-    rows = np.flatnonzero(is_reset)
-    rows = rows[np.argsort(at[rows], kind="stable")]
+    def where(fs: tuple[str, ...], types: tuple[str, ...]) -> np.ndarray:
+        """Positions of the ops of one of ``fs`` that ended in one of ``types``,
+        in process and history order."""
+        mask = pc.and_(
+            pc.is_in(ops.column("f"), pa.array(fs)), pc.is_in(ops.column("type"), pa.array(types))
+        )
+        rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+        return rows[np.argsort(at[rows], kind="stable")]
+
+    rows = where(RESET_FS, ("ok", "info"))
     keys = ops.column("keys").take(pa.array(rows)).to_pylist()
-    resets = Resets(at[rows], f[rows].tolist(), [k or [] for k in keys])
+    f_names = ops.column("f").take(pa.array(rows)).to_pylist()
+    resets = Resets(at[rows], f_names, [k or [] for k in keys])
 
     rebalanced: dict[int, list[int]] = {}
     rb = ops.column("rebalance_keys")
@@ -120,19 +146,26 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
         for k in set(rb[int(r)].as_py()):
             rebalanced.setdefault(k, []).append(int(at[r]))
 
-    polls = np.flatnonzero(np.isin(f, READ_FS) & (typ == "ok"))
-    polls = polls[np.argsort(at[polls], kind="stable")]
-    invoke = pc.fill_null(ops.column("invoke_time"), ops.column("time")).to_numpy()
+    polls = where(READ_FS, ("ok",))
     return Context(
         processes=names,
+        ops=Ops(
+            index=index[by_index],
+            process=pcode[by_index],
+            type=type_codes.to_numpy(zero_copy_only=False).astype(np.int8)[by_index],
+            f=f_codes.indices.to_numpy().astype(np.int16)[by_index],
+            fs=f_codes.dictionary.to_pylist(),
+            time=time[by_index],
+            invoke_time=invoke[by_index],
+        ),
         seen_info=np.empty(0, np.int64),
         resets=resets,
         rebalanced={k: np.sort(np.array(v, np.int64)) for k, v in rebalanced.items()},
-        offset_resets=_first_resets(index, ops.column("offset_resets").to_pylist()),
+        offset_resets=_first_resets(index, ops.column("offset_resets")),
         polls={
             "at": at[polls],
             "invoke_time": invoke[polls],
-            "time": ops.column("time").to_numpy()[polls],
+            "time": time[polls],
         },
         timeline=timeline,
     )

@@ -16,18 +16,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.queue.context import Context, by_process
+from checkers.queue.context import FAIL, INFO, OK, TYPES, Context, by_process
 
-TYPES = ("ok", "info", "fail")
-OK, INFO, FAIL = 0, 1, 2
+__all__ = ["FAIL", "INFO", "OK", "TYPES", "KeyLog"]
+
 MOPS = ("send", "poll")
-SEND, POLL = 0, 1
+SEND, POLL = 0, 1  # the ``mop`` column of a key's rows
 T = TypeVar("T")
 NONE = -1  # an unknown offset, or a micro-op with no place in the version order
-
-
-def _codes(col: pa.ChunkedArray | pa.Array, names: tuple[str, ...]) -> np.ndarray:
-    return pc.index_in(col, value_set=pa.array(names)).to_numpy(zero_copy_only=False)
 
 
 def _ints(col: pa.ChunkedArray | pa.Array, null: int = NONE) -> np.ndarray:
@@ -73,24 +69,18 @@ class KeyLog:
         self.table = table
         self.key = int(table.column("key")[0].as_py()) if table.num_rows else 0
         self.index = _ints(table.column("index"))
-        self.time = _ints(table.column("time"))
-        self.invoke_time = np.where(
-            table.column("invoke_time").is_null().to_numpy(zero_copy_only=False),
-            self.time,
-            _ints(table.column("invoke_time")),
-        )
-        self.type = _codes(table.column("type"), TYPES)
-        self.mop = _codes(table.column("mop"), MOPS)
+        op = ctx.ops.rows(self.index)
+        self.time = ctx.ops.time[op]
+        self.invoke_time = ctx.ops.invoke_time[op]
+        self.type = ctx.ops.type[op]
+        self.process = ctx.ops.process[op]
+        self.f = ctx.ops.f[op]
+        self.mop = _ints(table.column("mop"))
         self.mop_index = _ints(table.column("mop_index"))
         self.pos = _ints(table.column("pos"), 0)
         self.offset = _ints(table.column("offset"))
         self.has_offset = table.column("offset").is_valid().to_numpy(zero_copy_only=False)
         self.value = _ints(table.column("value"))
-        proc = pc.dictionary_encode(table.column("process")).combine_chunks()
-        self.process = ctx.process_codes(proc.dictionary)[proc.indices.to_numpy()]
-        f = pc.dictionary_encode(table.column("f")).combine_chunks()
-        self.f = f.indices.to_numpy().astype(np.int64)
-        self.fs: list[str] = f.dictionary.to_pylist()
         self.is_send = self.mop == SEND
         self.is_poll = self.mop == POLL
 
@@ -152,7 +142,7 @@ class KeyLog:
             "process": self.ctx.processes[self.process[i]],
             "time": int(self.time[i]),
             "type": TYPES[self.type[i]],
-            "f": self.fs[self.f[i]],
+            "f": self.ctx.ops.fs[self.f[i]],
         }
 
     def offset_at(self, i: int) -> int | None:

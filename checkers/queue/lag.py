@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from checkers.queue.context import PROCESS_SHIFT
-from checkers.queue.key_log import NONE, OK, KeyLog
+from checkers.queue.key_log import NONE, OK, KeyLog, group_bounds
 from checkers.spark.timeline import Timeline
 
 NO_TIME = np.iinfo(np.int64).max
@@ -32,20 +32,22 @@ def _expired(kl: KeyLog) -> np.ndarray:
     return np.where(per == NO_TIME, NO_TIME, suffix)
 
 
-def _probes(kl: KeyLog) -> np.ndarray:
+def _probes(kl: KeyLog) -> tuple[np.ndarray, np.ndarray]:
     """Positions in ``ctx.polls`` of the OK polls made while this key was
-    assigned (in the segment of an assign/subscribe that named it)."""
+    assigned (in the segment of an assign/subscribe that named it), in
+    process and history order, and the reset that opened each one's segment."""
     resets, polls = kl.ctx.resets, kl.ctx.polls["at"]
     mine = kl.ctx.resets_of(kl.key)
     if len(mine) == 0:
-        return np.empty(0, np.int64)
+        return np.empty(0, np.int64), np.empty(0, np.int64)
     lo = resets.at[mine]
     nxt = np.minimum(mine + 1, len(resets.at) - 1)
     same = (mine + 1 < len(resets.at)) & (resets.at[nxt] // PROCESS_SHIFT == lo // PROCESS_SHIFT)
     hi = np.where(same, resets.at[nxt], (lo // PROCESS_SHIFT + 1) * PROCESS_SHIFT)
     start = np.searchsorted(polls, lo, "right")
     n = np.maximum(np.searchsorted(polls, hi, "left") - start, 0)
-    return np.repeat(start - np.r_[0, np.cumsum(n)[:-1]], n) + np.arange(int(n.sum()))
+    at = np.repeat(start - np.r_[0, np.cumsum(n)[:-1]], n) + np.arange(int(n.sum()))
+    return at, np.repeat(mine, n)
 
 
 @dataclass
@@ -65,38 +67,28 @@ def key_lags(kl: KeyLog, timeline: Timeline) -> KeyLags:
     it polled there since its last assign/subscribe, before this op) was
     first proven to exist, floored at 0."""
     ctx = kl.ctx
-    probes = _probes(kl)
+    probes, p_seg = _probes(kl)
+    if len(probes) == 0:
+        return KeyLags(kl.key, {}, {}, None)
     p_at = ctx.polls["at"][probes]
     reads = np.flatnonzero(kl.is_poll & (kl.idx != NONE))
-    r_seg = ctx.resets.segment(kl.at[reads])
-    reads = reads[r_seg >= 0]
-    # Probes before reads at the same op: an op's lag excludes its own reads.
-    at = np.r_[p_at, kl.at[reads]]
-    is_read = np.r_[np.zeros(len(p_at), bool), np.ones(len(reads), bool)]
-    order = np.lexsort((is_read, at))
-    seg = ctx.resets.segment(at[order])
-    base = seg.astype(np.int64) * SEGMENT_SHIFT
-    enc = base + np.where(
-        is_read[order], np.r_[np.zeros(len(p_at), np.int64), kl.idx[reads] + 1][order], 0
-    )
-    known = np.maximum.accumulate(enc) - base - 1 if len(enc) else enc
-    known = known[~is_read[order]]
-    probe_rows = order[~is_read[order]]  # positions in p_at / probes, in at order
+    reads = reads[np.argsort(kl.at[reads], kind="stable")]
+    r_at, r_seg = kl.at[reads], ctx.resets.segment(kl.at[reads])
+    # the highest index read so far in each segment, read by read
+    base = r_seg * SEGMENT_SHIFT
+    seen = np.maximum.accumulate(base + kl.idx[reads] + 1) - base - 1 if len(reads) else r_seg
+    # a probe knows the reads of its segment before its own op
+    j = np.searchsorted(r_at, p_at, "left") - 1
+    mine = (j >= 0) & (r_seg[np.maximum(j, 0)] == p_seg) if len(reads) else j >= 0
+    known = np.where(mine, seen[np.maximum(j, 0)] if len(reads) else -1, -1)
     expired = _expired(kl)
-    nxt = known + 1
-    exp = np.where(
-        nxt < len(expired),
-        expired[np.minimum(nxt, max(len(expired) - 1, 0))] if len(expired) else NO_TIME,
-        NO_TIME,
-    )
-    invoke = ctx.polls["invoke_time"][probes][probe_rows]
-    lag = np.where(exp == NO_TIME, 0, np.maximum(invoke - exp, 0))
-    pcode = p_at[probe_rows] // PROCESS_SHIFT
-    index = p_at[probe_rows] % PROCESS_SHIFT
-    time = ctx.polls["time"][probes][probe_rows]
-    if len(lag) == 0:
-        return KeyLags(kl.key, {}, {}, None)
-    w = np.lexsort((index, -lag))[0]
+    nxt = np.minimum(known + 1, len(expired))
+    exp = np.r_[expired, NO_TIME][nxt]
+    lag = np.where(exp == NO_TIME, 0, np.maximum(ctx.polls["invoke_time"][probes] - exp, 0))
+    pcode, index = p_at // PROCESS_SHIFT, p_at % PROCESS_SHIFT
+    time = ctx.polls["time"][probes]
+    worst = np.flatnonzero(lag == lag.max())
+    w = worst[np.argmin(index[worst])]  # the earliest op of the highest lag
     return KeyLags(
         kl.key,
         _max_by(pcode, lag),
@@ -106,10 +98,11 @@ def key_lags(kl: KeyLog, timeline: Timeline) -> KeyLags:
 
 
 def _max_by(groups: np.ndarray, values: np.ndarray) -> dict[int, int]:
-    g, inverse = np.unique(groups, return_inverse=True)
-    out = np.full(len(g), np.iinfo(np.int64).min)
-    np.maximum.at(out, inverse.ravel(), values)
-    return dict(zip(g.tolist(), out.tolist(), strict=True))
+    """The highest value per group."""
+    order = np.argsort(groups, kind="stable")
+    starts, _ = group_bounds(groups[order])
+    highest = np.maximum.reduceat(values[order], starts)
+    return dict(zip(groups[order][starts].tolist(), highest.tolist(), strict=True))
 
 
 def realtime_lag(

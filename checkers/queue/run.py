@@ -11,6 +11,7 @@ read, on any key) is a broadcast join done first.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import orjson
@@ -19,10 +20,17 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from checkers.cycles import edges
 from checkers.queue.check import OUT_SCHEMA, analyse_key
-from checkers.queue.context import Context
+from checkers.queue.context import Context, build_context, op_stats
 from checkers.queue.lag import KeyLags
 from checkers.spark.frames import NEMESIS
+from checkers.spark.session import release_unused_memory
+from checkers.spark.timeline import Timeline
+from checkers.workloads.finders import FIELDS as WORKLOAD_FIELDS
+
+RESETS_TYPE = pa.list_(pa.struct([("key", pa.int64()), ("from", pa.int64()), ("to", pa.int64())]))
+CONTEXT_ONLY = ["keys", "rebalance_keys", "offset_resets"]  # op_table columns
 
 
 def op_table(heads: pa.Table, fields: tuple[str, ...]) -> pa.Table:
@@ -33,7 +41,22 @@ def op_table(heads: pa.Table, fields: tuple[str, ...]) -> pa.Table:
         pc.not_equal(heads.column("process"), NEMESIS), pc.not_equal(heads.column("type"), "invoke")
     )
     ops = heads.filter(client)
-    extras = [orjson.loads(e) if e is not None else {} for e in ops.column("extra").to_pylist()]
+    # few ops carry extra fields: only theirs are parsed
+    carried = np.flatnonzero(ops.column("extra").is_valid().to_numpy(zero_copy_only=False))
+    extras = [orjson.loads(text) for text in ops.column("extra").drop_null().to_pylist()]
+
+    def spread(values: list[Any], t: pa.DataType) -> pa.Array:
+        """Values of the carrying ops, nulls for the others."""
+        full: list[Any] = [None] * ops.num_rows
+        for i, v in zip(carried.tolist(), values, strict=True):
+            full[i] = v
+        return pa.array(full, t)
+
+    def has(field: str) -> pa.Array:
+        mask = np.zeros(ops.num_rows, bool)
+        mask[carried[[field in e for e in extras]]] = True
+        return pa.array(mask)
+
     return pa.table(
         {
             "index": ops.column("index"),
@@ -45,23 +68,51 @@ def op_table(heads: pa.Table, fields: tuple[str, ...]) -> pa.Table:
             "invoke_time": ops.column("pair_time"),
             "keys": ops.column("keys"),
             "rebalance_keys": ops.column("rebalance_keys"),
-            "offset_resets": pa.array(
-                [e.get("offset_resets") for e in extras],
-                pa.list_(
-                    pa.struct([("key", pa.int64()), ("from", pa.int64()), ("to", pa.int64())])
-                ),
-            ),
-            **{f"has_{f}": pa.array([f in e for e in extras], pa.bool_()) for f in fields},
+            "offset_resets": spread([e.get("offset_resets") for e in extras], RESETS_TYPE),
+            **{f"has_{f}": has(f) for f in fields},
         }
     )
 
 
 @dataclass
+class OpFacts:
+    """What the driver knows from the ops alone, before any Spark job."""
+
+    ops: pa.Table
+    stats: dict[str, Any]
+    timeline: Timeline | None
+    ctx: Context
+
+    @classmethod
+    def of(cls, heads: pa.Table) -> OpFacts:
+        ops = op_table(heads, WORKLOAD_FIELDS)
+        stats, timeline = op_stats(ops)
+        ctx = build_context(ops, timeline)
+        facts = cls(ops.drop_columns(CONTEXT_ONLY), stats, timeline, ctx)
+        del heads, ops
+        release_unused_memory()
+        return facts
+
+
+@dataclass
 class KeyedResults:
-    """The per-key analyses' rows, split by kind."""
+    """The per-key analyses' rows, split by kind, and the keys' ww and wr edges."""
 
     table: pa.Table
+    ww: pa.Table
+    wr: pa.Table
     _parts: dict[str, pa.Table] = field(default_factory=dict)
+
+    def replace_keys(self, keys: np.ndarray, other: KeyedResults) -> KeyedResults:
+        """These results, with ``keys``' taken from ``other``."""
+
+        def merged(mine: pa.Table, theirs: pa.Table) -> pa.Table:
+            kept = mine.filter(pc.invert(pc.is_in(mine.column("key"), pa.array(keys))))
+            return pa.concat_tables([kept, theirs])
+
+        return KeyedResults(
+            merged(self.table, other.table), merged(self.ww, other.ww), merged(self.wr, other.wr)
+        )
 
     def rows(self, kind: str) -> pa.Table:
         if not self._parts:
@@ -127,47 +178,96 @@ class KeyedResults:
             of(k).worst = tuple(w)
         return list(by_key.values())
 
-    def columns(self, kind: str, names: dict[str, str]) -> pa.Table:
-        """Rows of ``kind`` with their generic columns renamed ({column: name})."""
-        t = self.rows(kind)
-        return pa.table({new: t.column(old) for old, new in names.items()})
+
+IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+PARTS = ("rows", "ww", "wr")
 
 
-def _run(spark: SparkSession, mops: DataFrame, ctx: Context, cap: int) -> pa.Table:
+def _to_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema, options=IPC_OPTIONS) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _from_ipc(blobs: list[bytes], keys: list[int] | None = None) -> list[pa.Table]:
+    tables = [pa.ipc.open_stream(b).read_all() for b in blobs]
+    if keys is None:
+        return tables
+    return [
+        t.add_column(2, "key", pa.array(np.full(t.num_rows, k, np.int64)))
+        for t, k in zip(tables, keys, strict=True)
+    ]
+
+
+def key_rows(mops: DataFrame) -> DataFrame:
+    """The micro-op columns a key's analyses read, partitioned by key and
+    cached. Materialized at once, so the scan and the shuffle run while the
+    driver still works out the op facts; :func:`analyse_keys` then groups
+    without another shuffle. The caller unpersists it."""
+    rows = (
+        mops.select(
+            "index",
+            "mop_index",
+            (F.col("mop") == "poll").cast("byte").alias("mop"),  # key_log.SEND, POLL
+            "key",
+            "offset",
+            "value",
+            "pos",
+        )
+        .repartition("key")
+        .cache()
+    )
+    rows.count()
+    return rows
+
+
+def _run(spark: SparkSession, rows: DataFrame, ctx: Context, cap: int) -> KeyedResults:
+    """Each key's results cross back as compressed Arrow IPC blobs: Spark moves
+    a few dozen binary values instead of converting a million edge rows twice."""
     bc = spark.sparkContext.broadcast(ctx)
-    schema = ", ".join(f"`{f.name}` {SPARK_TYPES[str(f.type)]}" for f in OUT_SCHEMA)
 
     def run(table: pa.Table) -> pa.Table:
-        return analyse_key(table, bc.value, cap)
+        found = analyse_key(table, bc.value, cap)
+        return pa.table(
+            {"key": table.column("key").slice(0, 1)}
+            | {part: [_to_ipc(getattr(found, part))] for part in PARTS}
+        )
 
+    schema = "key bigint, " + ", ".join(f"{part} binary" for part in PARTS)
     try:
-        return mops.groupBy("key").applyInArrow(run, schema).toArrow()
+        blobs = rows.groupBy("key").applyInArrow(run, schema).toArrow()
     finally:
         bc.destroy()
+    keys = blobs.column("key").to_pylist()
+    rows_, ww, wr = (
+        _from_ipc(blobs.column(p).to_pylist(), None if p == "rows" else keys) for p in PARTS
+    )
+    return KeyedResults(
+        pa.concat_tables(rows_) if rows_ else OUT_SCHEMA.empty_table(),
+        pa.concat_tables(ww) if ww else edges.EMPTY_WW,
+        pa.concat_tables(wr) if wr else edges.EMPTY_WR,
+    )
 
 
 def analyse_keys(
-    spark: SparkSession, mops: DataFrame, ctx: Context, cap: int
+    spark: SparkSession, rows: DataFrame, ctx: Context, cap: int
 ) -> tuple[KeyedResults, np.ndarray]:
-    """Runs :func:`analyse_key` on every key's rows; returns the results and
-    the info ops that must have committed.
+    """Runs :func:`analyse_key` on every key's rows (:func:`key_rows`);
+    returns the results and the info ops that must have committed.
 
     A key first knows only which info ops were seen on it. An info op seen on
     one key committed on every key it sent to, so the keys it sent to
     without being seen there run again, knowing (in all but anomalous
     histories, where a transaction shows torn, there are none)."""
-    table = _run(spark, mops, ctx, cap)
-    info = table.filter(pc.equal(table.column("kind"), "_info"))
+    found = _run(spark, rows, ctx, cap)
+    info = found.rows("_info")
     op, here = info.column("a").to_numpy(), info.column("b").to_numpy() == 1
     seen = np.unique(op[here])
     torn = ~here & np.isin(op, seen)
     again = np.unique(info.column("key").to_numpy()[torn])
     if len(again):
         ctx = replace(ctx, seen_info=seen)
-        redone = _run(spark, mops.where(F.col("key").isin(again.tolist())), ctx, cap)
-        kept = table.filter(pc.invert(pc.is_in(table.column("key"), pa.array(again))))
-        table = pa.concat_tables([kept, redone])
-    return KeyedResults(table), seen
-
-
-SPARK_TYPES = {"string": "string", "int64": "bigint", "bool": "boolean"}
+        redone = _run(spark, rows.where(F.col("key").isin(again.tolist())), ctx, cap)
+        found = found.replace_keys(again, redone)
+    return found, seen

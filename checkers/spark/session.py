@@ -17,7 +17,10 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future
+from pathlib import Path
 
+import pyarrow as pa
+import pyspark
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
@@ -30,7 +33,27 @@ LOCAL_SHUFFLE_PARTITIONS = 4
 RETAINED_JOBS = 300
 JVM_EXIT_TIMEOUT_S = 30
 
+# Class-data sharing: the classes a check loads, dumped once by
+# ``python -m checkers.spark.cds`` (``make setup``) and mapped by every later
+# JVM, which then starts in about half the time. Kept in the environment
+# that holds pyspark's jars, since the archive is only valid for that class
+# path (the JVM ignores, with a warning, an archive that does not match).
+CDS_ARCHIVE = Path(sys.prefix) / "share" / "jepka" / f"spark-{pyspark.__version__}.jsa"
+CDS_DUMP_ENV = "JEPKA_SPARK_CDS_DUMP"
+
 _lock = threading.Lock()
+
+
+def _java_options() -> str:
+    options = ["-XX:+UseParallelGC"]
+    dump = os.environ.get(CDS_DUMP_ENV)
+    if dump:
+        options.append(f"-XX:ArchiveClassesAtExit={dump}")
+    elif CDS_ARCHIVE.is_file():
+        options.append(f"-XX:SharedArchiveFile={CDS_ARCHIVE}")
+    return " ".join(options)
+
+
 _pending: dict[str, Future[SparkSession]] = {}
 
 
@@ -54,8 +77,8 @@ def _build(master: str) -> SparkSession:
         # slots behind its shuffles; on a busy machine that exceeds the
         # default 300 s and would fail the check.
         .config("spark.sql.broadcastTimeout", "3600")
-        .config("spark.driver.memory", os.environ.get("JEPKA_SPARK_DRIVER_MEMORY", "4g"))
-        .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
+        .config("spark.driver.memory", os.environ.get("JEPKA_SPARK_DRIVER_MEMORY", "3g"))
+        .config("spark.driver.extraJavaOptions", _java_options())
         # Even with the UI off, the status store keeps the last 1000 jobs,
         # stages and SQL executions (plan graphs, task metrics); a long-lived
         # session (a suite, the test runner) runs thousands of small jobs.
@@ -147,6 +170,12 @@ def release_jvm_objects() -> None:
     which after a few checks hold over a gigabyte of a long-lived process's
     heap (a suite, the test runner) until the collector happens to run."""
     gc.collect()
+
+
+def release_unused_memory() -> None:
+    """Hands memory Arrow's allocator keeps for reuse back to the system, so a
+    big check's earlier phases do not add to its peak."""
+    pa.default_memory_pool().release_unused()
 
 
 def stop_session() -> None:

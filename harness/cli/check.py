@@ -68,10 +68,13 @@ def exit_code(valid: Any) -> ExitCode:
 
 
 def run(args: argparse.Namespace) -> int:
-    from checkers.analyze import check
-
     if not os.path.exists(args.path):
         raise UsageError(f"{args.path}: no such file or directory")
+    from checkers.spark.session import start_in_background
+
+    start_in_background(args.spark_master)  # the JVM starts while the checker is imported
+    from checkers.analyze import check
+
     try:
         result = check(
             args.path, ww_deps=args.ww_deps, spark_master=args.spark_master, fmt=args.format
