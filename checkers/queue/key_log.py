@@ -66,7 +66,6 @@ class KeyLog:
         table = table.sort_by(
             [("index", "ascending"), ("mop_index", "ascending"), ("pos", "ascending")]
         )
-        self.table = table
         self.key = int(table.column("key")[0].as_py()) if table.num_rows else 0
         self.index = _ints(table.column("index"))
         op = ctx.ops.rows(self.index)

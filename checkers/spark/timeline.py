@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pyspark.sql import Column
-from pyspark.sql import functions as F
 
 BUCKETS = 200
 
@@ -20,10 +18,6 @@ class Timeline:
     @classmethod
     def over(cls, lo: int, hi: int, buckets: int = BUCKETS) -> Timeline:
         return cls(lo, max(1, (hi - lo) // buckets + 1))
-
-    def bucket(self, column: str) -> Column:
-        """The bucket a time column falls in."""
-        return ((F.col(column) - self.lo) / self.width).cast("long")
 
     def bucket_of(self, times: np.ndarray) -> np.ndarray:
         """The buckets an array of times falls in."""
