@@ -1,11 +1,12 @@
-"""The queue analyses on Spark: the completed ops collected once for the
-op-level facts, which info ops must have committed, then one grouped map that
-hands each key's rows to :func:`checkers.queue.check.analyse_key`.
+"""The queue analyses on Spark: the op-level facts from each op's first row
+(on the driver), then one grouped map that hands each key's rows to
+:func:`checkers.queue.check.analyse_key`.
 
 One shuffle by key and numpy per key replace a plan of dozens of joins and
 windows: every analysis but one looks at a single key, and the one that
 does not (an info transaction counts as committed once any of its sends was
-read, on any key) is a broadcast join done first.
+read, on any key) is settled by running again the few keys that need it
+(:func:`analyse_keys`).
 """
 
 from __future__ import annotations
