@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +32,7 @@ from checkers.queue.unseen import unseen_series
 from checkers.result import UNKNOWN, build_result
 from checkers.spark.frames import micro_ops
 from checkers.spark.session import (
+    in_background,
     is_alive,
     release_jvm_objects,
     release_unused_memory,
@@ -43,7 +43,6 @@ from checkers.workloads.finders import FIELDS as WORKLOAD_FIELDS
 from checkers.workloads.finders import workload_cases
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 CAP = 64  # instances kept per kind; exact counts stay in stats
 CYCLE_TIMEOUT_S = 60.0
@@ -129,7 +128,11 @@ def check(
     with timer("read"):
         loaded = read_source(source, fmt)
     # Known without Spark: worked out while Spark starts and shuffles.
-    facts = _in_background(OpFacts.of, loaded.take_heads()) if loaded.frame is None else None
+    facts = (
+        in_background(OpFacts.of, loaded.take_heads(), name="op-facts")
+        if loaded.frame is None
+        else None
+    )
     if starting is not None:
         with timer("spark_start"):
             spark = starting.result()
@@ -159,19 +162,6 @@ def check(
         release_jvm_objects()
     result["timings"]["total"] = round(time.perf_counter() - t0, 3)
     return result
-
-
-def _in_background(fn: Callable[..., T], *args: Any) -> Future[T]:
-    done: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            done.set_result(fn(*args))
-        except BaseException as e:  # raised where the result is awaited
-            done.set_exception(e)
-
-    threading.Thread(target=run, name="op-facts", daemon=True).start()
-    return done
 
 
 def _judge(

@@ -69,7 +69,7 @@ OUT_SCHEMA = pa.schema(
         *[(c, pa.int64()) for c in "abcd"],
     ]
 )
-REF_FIELDS = ("op", "reader", "writer", "max_read")  # as checkers.workloads.finders
+REF_FIELDS = ("op", "reader", "writer", "max_read")  # an instance's ops, in listing priority
 
 
 def order_of(case: Case) -> int:

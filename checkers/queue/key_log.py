@@ -47,6 +47,19 @@ def distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return order, new
 
 
+def find(sorted_values: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Positions of ``values`` in the sorted ``sorted_values``, -1 where absent."""
+    if len(sorted_values) == 0:
+        return np.full(len(values), -1, np.int64)
+    at = np.minimum(np.searchsorted(sorted_values, values), len(sorted_values) - 1)
+    return np.where(sorted_values[at] == values, at, -1)
+
+
+def ranges(start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The ranges ``[start, start + count)`` one after another, as positions."""
+    return np.repeat(start - np.r_[0, np.cumsum(count)[:-1]], count) + np.arange(int(count.sum()))
+
+
 def group_bounds(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and end (exclusive) of each run of equal values in a sorted array."""
     starts = group_starts(sorted_keys)
@@ -206,14 +219,7 @@ class KeyLog:
 
     def value_pos(self, values: np.ndarray) -> np.ndarray:
         """Positions of ``values`` in :attr:`values`, or -1 where absent."""
-        pos = np.searchsorted(self.values, values)
-        pos = np.minimum(pos, max(len(self.values) - 1, 0))
-        found = (
-            (len(self.values) > 0) & (self.values[pos] == values)
-            if len(self.values)
-            else np.zeros(len(values), bool)
-        )
-        return np.where(found, pos, -1)
+        return find(self.values, values)
 
     @cached_property
     def by_index(self) -> np.ndarray:
@@ -227,19 +233,10 @@ class KeyLog:
         """Each row's dense index: from its offset when the version order has
         it, else the first index its value appears at (sends with unknown
         offsets), else ``NONE``."""
-        at = np.searchsorted(self.offsets, self.offset)
-        at_ok = (
-            self.has_offset
-            & (at < len(self.offsets))
-            & (self.offsets[np.minimum(at, max(len(self.offsets) - 1, 0))] == self.offset)
-            if len(self.offsets)
-            else np.zeros(len(self), bool)
-        )
+        at = np.where(self.has_offset, find(self.offsets, self.offset), -1)
         vp = self.value_pos(self.value)
-        by_value = np.where(
-            vp >= 0, self.value_first[np.maximum(vp, 0)] if len(self.values) else NONE, NONE
-        )
-        return np.where(at_ok, at, by_value)
+        by_value = self.value_first[np.maximum(vp, 0)] if len(self.values) else vp
+        return np.where(at >= 0, at, np.where(vp >= 0, by_value, NONE))
 
     # reads and writers -----------------------------------------------------
 
@@ -261,17 +258,12 @@ class KeyLog:
         starts = group_starts(self.value[rows])
         return self.value[rows][starts], rows[starts]
 
-    def writer_rows(self, values: np.ndarray, committed_only: bool = True) -> np.ndarray:
-        """The writer row of each value, or -1 (no writer, or an uncommitted one
-        when ``committed_only``)."""
+    def writer_rows(self, values: np.ndarray) -> np.ndarray:
+        """The writer row of each value, or -1 (no writer, or an uncommitted one)."""
         wv, wrow = self.writers
-        if len(wv) == 0:
-            return np.full(len(values), -1, np.int64)
-        at = np.minimum(np.searchsorted(wv, values), len(wv) - 1)
-        hit = wv[at] == values
-        if committed_only:
-            hit &= self.committed[wrow[at]]
-        return np.where(hit, wrow[at], -1)
+        at = find(wv, values)
+        row = wrow[np.maximum(at, 0)] if len(wv) else at
+        return np.where((at >= 0) & self.committed[row], row, -1)
 
 
 def equi_join(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -282,7 +274,7 @@ def equi_join(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarr
     hi = np.searchsorted(r, left, side="right")
     n = hi - lo
     i = np.repeat(np.arange(len(left)), n)
-    j = order[np.repeat(lo - np.r_[0, np.cumsum(n)[:-1]], n) + np.arange(int(n.sum()))]
+    j = order[ranges(lo, n)]
     return i, j
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from checkers.queue.context import PROCESS_SHIFT
-from checkers.queue.key_log import NONE, OK, KeyLog, group_bounds
+from checkers.queue.key_log import NONE, OK, KeyLog, group_bounds, ranges
 from checkers.spark.timeline import Timeline
 
 NO_TIME = np.iinfo(np.int64).max
@@ -46,8 +46,7 @@ def _probes(kl: KeyLog) -> tuple[np.ndarray, np.ndarray]:
     hi = np.where(same, resets.at[nxt], (lo // PROCESS_SHIFT + 1) * PROCESS_SHIFT)
     start = np.searchsorted(polls, lo, "right")
     n = np.maximum(np.searchsorted(polls, hi, "left") - start, 0)
-    at = np.repeat(start - np.r_[0, np.cumsum(n)[:-1]], n) + np.arange(int(n.sum()))
-    return at, np.repeat(mine, n)
+    return ranges(start, n), np.repeat(mine, n)
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from checkers.queue.key_log import OK, KeyLog
+from checkers.queue.key_log import OK, KeyLog, find
 from checkers.spark.timeline import Timeline
 
 SHOWN = 8
@@ -50,9 +50,9 @@ def unseen_deltas(kl: KeyLog, timeline: Timeline) -> tuple[np.ndarray, np.ndarra
     first = np.r_[True, rv[1:] != rv[:-1]] if len(rv) else np.empty(0, bool)
     rv, rt = rv[first], rt[first]
     sent = kl.time[sends]
-    at = np.minimum(np.searchsorted(rv, kl.value[sends]), max(len(rv) - 1, 0))
-    read = (rv[at] == kl.value[sends]) if len(rv) else np.zeros(len(sends), bool)
-    seen = np.where(read, rt[at] if len(rv) else 0, 0)
+    at = find(rv, kl.value[sends])
+    read = at >= 0
+    seen = np.where(read, rt[np.maximum(at, 0)] if len(rv) else 0, 0)
     live = ~read | (seen > sent)
     buckets = np.r_[timeline.bucket_of(sent[live]), timeline.bucket_of(seen[live & read])]
     change = np.r_[np.ones(int(live.sum()), np.int64), -np.ones(int((live & read).sum()), np.int64)]

@@ -16,8 +16,10 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyspark
@@ -25,6 +27,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LOCAL_MASTER = "local[*]"
 # Local runs have few cores; Spark's default of 200 shuffle partitions would mean
@@ -101,6 +104,21 @@ def _build(master: str) -> SparkSession:
     return session
 
 
+def in_background(fn: Callable[..., T], *args: Any, name: str) -> Future[T]:
+    """``fn(*args)`` on a daemon thread; its result or exception arrives
+    through the future."""
+    done: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(fn(*args))
+        except BaseException as e:  # handed to whoever waits on the future
+            done.set_exception(e)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return done
+
+
 def start_in_background(master: str | None = None) -> Future[SparkSession]:
     """Starts building the session for ``master`` on a thread; idempotent while
     the session lives, and builds a new one once its JVM is gone."""
@@ -113,16 +131,8 @@ def start_in_background(master: str | None = None) -> Future[SparkSession]:
             _forget()
             fut = None
         if fut is None:
-            fut = Future()
+            fut = in_background(_build, master, name="spark-start")
             _pending[master] = fut
-
-            def run() -> None:
-                try:
-                    fut.set_result(_build(master))
-                except BaseException as e:  # handed to whoever waits on the future
-                    fut.set_exception(e)
-
-            threading.Thread(target=run, name="spark-start", daemon=True).start()
     return fut
 
 

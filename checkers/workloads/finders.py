@@ -10,6 +10,7 @@ import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from checkers.queue.check import REF_FIELDS
 from checkers.spark.frames import Frames
 from checkers.workloads import eos, group
 
@@ -26,7 +27,7 @@ FIELDS = tuple(sorted({field for field, _ in FINDERS.values()}))
 def _tagged(kind: str, cases: DataFrame) -> DataFrame:
     """Cases in one shape: kind, an order for capping, per-instance allowance, JSON."""
     allowed = F.col("allowed") if "allowed" in cases.columns else F.lit(False)
-    for c in ("op", "reader", "writer", "max_read"):
+    for c in REF_FIELDS:
         if c in cases.columns:
             order = F.col(f"{c}.index")
             break
