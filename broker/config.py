@@ -124,6 +124,8 @@ BROKER_KEYS: dict[str, Key] = {
     "broker.session.disconnect.grace.ms": Key(_int, 1500, 0),
     "replica.lag.time.max.ms": Key(_int, 30_000, 1),
     "replica.high.watermark.checkpoint.interval.ms": Key(_int, 5000, 1),
+    # Not in Kafka: a seed for the controller's replica placement (-1: random, as Kafka).
+    "replica.placement.seed": Key(_int, -1, -1),
 }
 
 

@@ -83,6 +83,8 @@ def cluster_phase(spec: TestSpec, run_dir: RunDir, state: RunState) -> Iterator[
 
     state.phase = "starting cluster"
     overrides = {"min.insync.replicas": str(spec.min_isr)}
+    if spec.db == "reference":  # same seed, same replica placement (Kafka's is random)
+        overrides["replica.placement.seed"] = str(spec.seed)
     cspec = ClusterSpec(
         name=f"jt{os.getpid()}",
         backend=spec.cluster,

@@ -90,7 +90,8 @@ class ReplicationControlManager:
             records.extend(
                 ConfigRecord("topic", topic.name, k, v) for k, v in sorted(topic.configs.items())
             )
-            for p, replicas in enumerate(assign_replicas(partitions, rf, brokers, self.rng)):
+            placement = self._placement_rng(topic.name)
+            for p, replicas in enumerate(assign_replicas(partitions, rf, brokers, placement)):
                 records.append(
                     PartitionRecord(topic_id, p, tuple(replicas), tuple(replicas), replicas[0])
                 )
@@ -98,6 +99,10 @@ class ReplicationControlManager:
                 CreatableTopicResult(topic.name, ErrorCode.none, None, topic_id, partitions, rf)
             )
         return ControllerResult(records, results)
+
+    def _placement_rng(self, topic_name: str) -> random.Random:
+        seed = self.config.placement_seed
+        return self.rng if seed is None else random.Random(f"{seed}:{topic_name}")
 
     def _replication_factor(self, topic: CreatableTopic, brokers: list[int]) -> int:
         if topic.replication_factor > 0:

@@ -23,6 +23,11 @@ class ControllerConfig:
     unclean_leader_election: bool = False
     producer_id_block_size: int = 1000
     snapshot_every_records: int = 1000
+    #: a new topic's replicas are placed from a random start and shift drawn from
+    #: this seed and the topic's name, so a seeded test run gets the same placement
+    #: whichever node is the active controller (None: from the controller's random
+    #: generator, as Kafka)
+    placement_seed: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

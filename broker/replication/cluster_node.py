@@ -72,6 +72,7 @@ class ClusterNode:
                 default_partitions=config["num.partitions"],
                 unclean_leader_election=config["unclean.leader.election.enable"]
                 or bugs.active("unclean-election"),
+                placement_seed=seed if (seed := config["replica.placement.seed"]) >= 0 else None,
             ),
             peer_gone=self.transport.peer_gone,
         )

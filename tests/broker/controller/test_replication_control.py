@@ -80,6 +80,23 @@ def test_create_topics_assigns_and_reports_errors() -> None:
     assert again.response[0].error_code is ErrorCode.topic_already_exists  # type: ignore[index]
 
 
+def test_a_placement_seed_places_a_topic_the_same_on_any_controller() -> None:
+    def placement(rng_seed: int, name: str, **config: object) -> list[tuple[int, ...]]:
+        mgr = ReplicationControlManager(ControllerConfig(**config), random.Random(rng_seed))  # type: ignore[arg-type]
+        result = mgr.create_topics(cluster_image([1, 2, 3, 4, 5]), [CreatableTopic(name, 8, 2)])
+        after = with_records(cluster_image([1, 2, 3, 4, 5]), result.records)
+        topic = after.topic(name)
+        assert topic is not None
+        return [topic.partitions[p].replicas for p in range(8)]
+
+    seeded = {
+        placement(r, "t", placement_seed=7) == placement(0, "t", placement_seed=7) for r in range(5)
+    }
+    assert seeded == {True}
+    assert len({tuple(placement(0, f"t{i}", placement_seed=7)) for i in range(10)}) > 1
+    assert len({tuple(placement(r, "t")) for r in range(10)}) > 1  # unseeded: random
+
+
 def test_fenced_brokers_get_no_replicas() -> None:
     image = cluster_image([1, 2, 3], fenced=(2,))
     result = manager().create_topics(image, [CreatableTopic("t", 4, 2)])
