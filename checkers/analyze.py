@@ -34,6 +34,7 @@ from checkers.spark.frames import micro_ops
 from checkers.spark.session import (
     in_background,
     is_alive,
+    release_jvm_heap,
     release_jvm_objects,
     release_unused_memory,
     start_in_background,
@@ -45,6 +46,7 @@ from checkers.workloads.finders import workload_cases
 log = logging.getLogger(__name__)
 
 CAP = 64  # instances kept per kind; exact counts stay in stats
+BIG_HEAP_ROWS = 1_000_000  # histories whose Spark jobs leave a heap worth giving back
 CYCLE_TIMEOUT_S = 60.0
 
 
@@ -188,7 +190,9 @@ def _judge(
                 keyed, seen = analyse_keys(spark, rows, ctx, cap)
                 cases, counts = find_cases(keyed, raw, ops, seen, cap)
         finally:
-            rows.unpersist()
+            rows.unpersist(blocking=True)
+    if loaded.rows is None or loaded.rows >= BIG_HEAP_ROWS:
+        release_jvm_heap(spark)
     with timer("figures"):
         stats["keys"] = keyed.keys
         stats["unseen_series"] = unseen_series(keyed.unseen_deltas(), timeline)

@@ -1,6 +1,7 @@
 """What a key's analyses need to know beyond that key's own rows: the op-level
-facts of the whole history, gathered on the driver from one collect of the
-completed ops and broadcast to the per-key analyses.
+facts of the whole history, gathered on the driver from the completed ops and
+broadcast to the per-key analyses. An op's own fields (type, process, times)
+travel with its rows instead: a copy per op in every worker would cost more.
 
 * which info ops must have committed (an OK poll saw one of their sends, on
   any key: a transaction is all or nothing);
@@ -43,7 +44,6 @@ class Resets:
 
     at: np.ndarray  # by_process(process, index)
     f: list[str]
-    keys: list[list[int]]
 
     def segment(self, at: np.ndarray) -> np.ndarray:
         """For op positions ``at`` (:func:`by_process`): the reset that opened
@@ -57,27 +57,8 @@ class Resets:
 
 
 @dataclass
-class Ops:
-    """Every completed client op's op-level fields, by code, sorted by index:
-    a key's rows carry only their op's index and look the rest up here."""
-
-    index: np.ndarray
-    process: np.ndarray  # code into Context.processes
-    type: np.ndarray  # code into TYPES
-    f: np.ndarray  # code into fs
-    fs: list[str]
-    time: np.ndarray
-    invoke_time: np.ndarray
-
-    def rows(self, index: np.ndarray) -> np.ndarray:
-        """Positions of the ops with these indices."""
-        return np.searchsorted(self.index, index)
-
-
-@dataclass
 class Context:
-    processes: list[str]  # code → name
-    ops: Ops
+    processes: list[str]  # code → name, sorted
     # Info ops an OK poll saw a send of on some key (empty: a key knows only
     # its own; checkers.queue.run fills it in for keys that need more).
     seen_info: np.ndarray
@@ -86,14 +67,18 @@ class Context:
     offset_resets: dict[int, dict[int, dict[str, int]]]  # key → op index → first {from, to}
     polls: dict[str, np.ndarray]  # OK poll/txn ops: at (sorted), invoke_time, time
     timeline: Timeline | None
-    key_resets: dict[int, np.ndarray] = field(default_factory=dict)
+    key_resets: dict[int, np.ndarray]  # key → positions in resets of the ops naming it
+    _process_set: pa.Array | None = field(default=None, repr=False)
 
-    def __post_init__(self) -> None:
-        by_key: dict[int, list[int]] = {}
-        for j, keys in enumerate(self.resets.keys):
-            for k in set(keys):
-                by_key.setdefault(k, []).append(j)
-        self.key_resets = {k: np.array(v, np.int64) for k, v in by_key.items()}
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_process_set": None}
+
+    def process_codes(self, names: pa.ChunkedArray | pa.Array) -> np.ndarray:
+        """Codes (into ``processes``) of process names."""
+        if self._process_set is None:
+            self._process_set = pa.array(self.processes, pa.string())
+        codes = pc.index_in(names, value_set=self._process_set)
+        return codes.to_numpy(zero_copy_only=False).astype(np.int64)
 
     def resets_of(self, key: int) -> np.ndarray:
         """Positions (in ``resets``) of the assign/subscribe ops naming ``key``."""
@@ -120,11 +105,8 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
     pcode = pcode.to_numpy(zero_copy_only=False).astype(np.int64)
     index = ops.column("index").to_numpy()
     at = by_process(pcode, index)
-    f_codes = pc.dictionary_encode(ops.column("f")).combine_chunks()
-    type_codes = pc.index_in(ops.column("type"), value_set=pa.array(TYPES))
     invoke = pc.fill_null(ops.column("invoke_time"), ops.column("time")).to_numpy()
     time = ops.column("time").to_numpy()
-    by_index = np.argsort(index, kind="stable")
 
     def where(fs: tuple[str, ...], types: tuple[str, ...]) -> np.ndarray:
         """Positions of the ops of one of ``fs`` that ended in one of ``types``,
@@ -136,9 +118,7 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
         return rows[np.argsort(at[rows], kind="stable")]
 
     rows = where(RESET_FS, ("ok", "info"))
-    keys = ops.column("keys").take(pa.array(rows)).to_pylist()
-    f_names = ops.column("f").take(pa.array(rows)).to_pylist()
-    resets = Resets(at[rows], f_names, [k or [] for k in keys])
+    resets = Resets(at[rows], ops.column("f").take(pa.array(rows)).to_pylist())
 
     rebalanced: dict[int, list[int]] = {}
     rb = ops.column("rebalance_keys")
@@ -149,15 +129,6 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
     polls = where(READ_FS, ("ok",))
     return Context(
         processes=names,
-        ops=Ops(
-            index=index[by_index],
-            process=pcode[by_index],
-            type=type_codes.to_numpy(zero_copy_only=False).astype(np.int8)[by_index],
-            f=f_codes.indices.to_numpy().astype(np.int16)[by_index],
-            fs=f_codes.dictionary.to_pylist(),
-            time=time[by_index],
-            invoke_time=invoke[by_index],
-        ),
         seen_info=np.empty(0, np.int64),
         resets=resets,
         rebalanced={k: np.sort(np.array(v, np.int64)) for k, v in rebalanced.items()},
@@ -168,7 +139,21 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
             "time": time[polls],
         },
         timeline=timeline,
+        key_resets=_key_resets(ops.column("keys").take(pa.array(rows))),
     )
+
+
+def _key_resets(keys: pa.ChunkedArray) -> dict[int, np.ndarray]:
+    """Per key, the positions (in ``keys``) of the lists naming it, ascending."""
+    flat = keys.combine_chunks()
+    named = pc.list_flatten(flat).to_numpy(zero_copy_only=False)
+    at = pc.list_parent_indices(flat).to_numpy(zero_copy_only=False)
+    pairs = np.unique(np.stack([named, at], axis=1).astype(np.int64), axis=0)
+    if len(pairs) == 0:
+        return {}
+    starts = np.flatnonzero(np.r_[True, pairs[1:, 0] != pairs[:-1, 0]])
+    ends = np.r_[starts[1:], len(pairs)]
+    return {int(pairs[s, 0]): pairs[s:e, 1] for s, e in zip(starts, ends, strict=True)}
 
 
 def op_stats(ops: pa.Table) -> tuple[dict[str, Any], Timeline | None]:

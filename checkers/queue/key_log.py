@@ -67,7 +67,8 @@ def group_bounds(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class KeyLog:
-    """The micro-ops of one key (sends, and polled records), one entry each.
+    """The micro-ops of one key (sends, and polled records), one entry each,
+    with their op's fields (:func:`checkers.queue.run.key_rows`).
 
     ``committed[i]``: the op of row ``i`` must have committed (it is OK, or it
     is info and ``seen_info`` holds it: an OK poll saw one of its sends).
@@ -81,12 +82,12 @@ class KeyLog:
         )
         self.key = int(table.column("key")[0].as_py()) if table.num_rows else 0
         self.index = _ints(table.column("index"))
-        op = ctx.ops.rows(self.index)
-        self.time = ctx.ops.time[op]
-        self.invoke_time = ctx.ops.invoke_time[op]
-        self.type = ctx.ops.type[op]
-        self.process = ctx.ops.process[op]
-        self.f = ctx.ops.f[op]
+        self.time = _ints(table.column("time"))
+        self.invoke_time = _ints(table.column("invoke_time"))
+        self.type = _ints(table.column("type"))
+        self.process = ctx.process_codes(table.column("process"))
+        f = pc.dictionary_encode(table.column("f")).combine_chunks()
+        self.f, self.fs = f.indices.to_numpy(), f.dictionary.to_pylist()
         self.mop = _ints(table.column("mop"))
         self.mop_index = _ints(table.column("mop_index"))
         self.pos = _ints(table.column("pos"), 0)
@@ -154,7 +155,7 @@ class KeyLog:
             "process": self.ctx.processes[self.process[i]],
             "time": int(self.time[i]),
             "type": TYPES[self.type[i]],
-            "f": self.ctx.ops.fs[self.f[i]],
+            "f": self.fs[self.f[i]],
         }
 
     def offset_at(self, i: int) -> int | None:

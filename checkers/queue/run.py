@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from checkers.cycles import edges
 from checkers.queue.check import OUT_SCHEMA, analyse_key
-from checkers.queue.context import Context, build_context, op_stats
+from checkers.queue.context import TYPES, Context, build_context, op_stats
 from checkers.queue.lag import KeyLags
 from checkers.spark.frames import NEMESIS
 from checkers.spark.session import release_unused_memory
@@ -202,10 +202,12 @@ def _from_ipc(blobs: list[bytes], keys: list[int] | None = None) -> list[pa.Tabl
 
 
 def key_rows(mops: DataFrame) -> DataFrame:
-    """The micro-op columns a key's analyses read, partitioned by key and
-    cached. Materialized at once, so the scan and the shuffle run while the
-    driver still works out the op facts; :func:`analyse_keys` then groups
-    without another shuffle. The caller unpersists it."""
+    """The micro-op columns a key's analyses read, with their op's fields,
+    partitioned by key and cached. Materialized at once, so the scan and the
+    shuffle run while the driver still works out the op facts;
+    :func:`analyse_keys` then groups without another shuffle. The caller
+    unpersists it."""
+    type_code = F.array_position(F.array(*map(F.lit, TYPES)), F.col("type")) - 1
     rows = (
         mops.select(
             "index",
@@ -215,6 +217,11 @@ def key_rows(mops: DataFrame) -> DataFrame:
             "offset",
             "value",
             "pos",
+            type_code.cast("byte").alias("type"),
+            "time",
+            F.coalesce("invoke_time", "time").alias("invoke_time"),
+            "process",
+            "f",
         )
         .repartition("key")
         .cache()

@@ -47,8 +47,15 @@ CDS_DUMP_ENV = "JEPKA_SPARK_CDS_DUMP"
 _lock = threading.Lock()
 
 
+# G1 hands heap it no longer needs back to the system after a full collection
+# (:func:`release_jvm_heap`), keeping at most this share of it free; the
+# parallel collector keeps its high-water mark until the JVM exits, which a
+# big check's later phases, all on the Python side, would pay for.
+JVM_GC_OPTIONS = ["-XX:+UseG1GC", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30"]
+
+
 def _java_options() -> str:
-    options = ["-XX:+UseParallelGC"]
+    options = list(JVM_GC_OPTIONS)
     dump = os.environ.get(CDS_DUMP_ENV)
     if dump:
         options.append(f"-XX:ArchiveClassesAtExit={dump}")
@@ -186,6 +193,16 @@ def release_unused_memory() -> None:
     """Hands memory Arrow's allocator keeps for reuse back to the system, so a
     big check's earlier phases do not add to its peak."""
     pa.default_memory_pool().release_unused()
+
+
+def release_jvm_heap(spark: SparkSession) -> None:
+    """Runs a full collection in the JVM, which then shrinks its heap to what
+    is live (:data:`JVM_GC_OPTIONS`): after a big check's Spark jobs, the
+    gigabytes their shuffles and caches took go back to the system before
+    the driver builds the dependency graph."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jvm.System.gc()
 
 
 def stop_session() -> None:
