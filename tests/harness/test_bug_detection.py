@@ -37,7 +37,8 @@ BUG_CASES = [(s["bug"][0], s, expect) for _, s, expect in load_matrix(NIGHTLY)[1
 # Bugs whose case must be invalid; the others need faults the nemeses cannot
 # make within 30 s and are only tracked by the nightly (README says why).
 CASES = {bug: s for bug, s, expect in BUG_CASES if expect == ["invalid"]}
-REVERSE = ("lso-off-by-one", "no-dedup", "hw-truncation")  # cheap enough to run twice
+# cheap enough to run twice
+REVERSE = ("lso-off-by-one", "no-dedup", "hw-truncation", "unclean-election")
 RUNS: dict[tuple[str, bool], tuple[int, Path]] = {}
 
 
