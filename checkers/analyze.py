@@ -17,8 +17,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 
 from checkers.cycles import edges
@@ -40,7 +38,6 @@ from checkers.spark.session import (
     start_in_background,
     tune_for_size,
 )
-from checkers.workloads.finders import FIELDS as WORKLOAD_FIELDS
 from checkers.workloads.finders import workload_cases
 
 log = logging.getLogger(__name__)
@@ -93,13 +90,12 @@ def merge_cases(
 
 
 def find_cases(
-    keyed: KeyedResults, raw: DataFrame, ops: pa.Table, seen: np.ndarray, cap: int
+    keyed: KeyedResults, raw: DataFrame, fields: frozenset[str], seen: np.ndarray, cap: int
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
     """Every case-level anomaly: the per-key analyses' and, where the history
     carries their fields, the workload checks'; capped per kind, with exact
     counts ``{kind: {"total", "allowed"}}``."""
     rows, counts = keyed.cases(list(FINDERS))
-    fields = {f for f in WORKLOAD_FIELDS if pc.any(ops.column(f"has_{f}")).as_py()}
     for kind, allowed, order, case in workload_cases(raw, seen, fields):
         c = counts.setdefault(kind, {"total": 0, "allowed": 0})
         c["total"] += 1
@@ -131,7 +127,7 @@ def check(
         loaded = read_source(source, fmt)
     # Known without Spark: worked out while Spark starts and shuffles.
     facts = (
-        in_background(OpFacts.of, loaded.take_heads(), name="op-facts")
+        in_background(OpFacts.of, loaded.take_heads, name="op-facts")
         if loaded.frame is None
         else None
     )
@@ -178,20 +174,23 @@ def _judge(
 ) -> dict[str, Any]:
     """The analyses of one loaded history on ``spark``, and their verdict."""
     tune_for_size(spark, loaded.rows)
+    big = loaded.rows is None or loaded.rows >= BIG_HEAP_ROWS
     timer.spark = spark
     with as_dataframe(spark, loaded) as raw:
         with timer("shuffle"):
             rows = key_rows(micro_ops(raw))
         try:
             with timer("load"):
-                known = facts.result() if facts is not None else OpFacts.of(loaded.heads(raw))
-            ops, stats, timeline, ctx = known.ops, dict(known.stats), known.timeline, known.ctx
+                known = (
+                    facts.result() if facts is not None else OpFacts.of(partial(loaded.heads, raw))
+                )
+            stats, timeline, ctx = dict(known.stats), known.timeline, known.ctx
             with timer("cases"):
-                keyed, seen = analyse_keys(spark, rows, ctx, cap)
-                cases, counts = find_cases(keyed, raw, ops, seen, cap)
+                keyed, seen = analyse_keys(spark, rows, ctx, cap, big=big)
+                cases, counts = find_cases(keyed, raw, known.fields, seen, cap)
         finally:
             rows.unpersist(blocking=True)
-    if loaded.rows is None or loaded.rows >= BIG_HEAP_ROWS:
+    if big:
         release_jvm_heap(spark)
     with timer("figures"):
         stats["keys"] = keyed.keys
@@ -199,10 +198,11 @@ def _judge(
         stats["realtime_lag"] = realtime_lag(keyed.lags(), ctx.processes, timeline)
     ww = keyed.ww if ww_deps else edges.EMPTY_WW
     wr = keyed.wr
+    graph_ops = known.graph_ops
     del keyed, ctx, known  # the graph of a 10M-op history needs their gigabyte
     release_unused_memory()
     with timer("cycles"):
-        graph = build_graph(edges.op_intervals(ops), ww, wr)
+        graph = build_graph(graph_ops, ww, wr)
         cycles = find_cycles(graph, ww_deps=ww_deps, timeout_s=timeout_s)
     stats["graph"] = {
         "nodes": graph.n,

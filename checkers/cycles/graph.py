@@ -12,6 +12,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.cycles.edges import PROCESS, REALTIME, WR, WW
+from checkers.queue.key_log import ranges
+
+CHUNK = 1 << 20  # pairs split into source and destination at a time
 
 
 def realtime_edges(
@@ -26,29 +29,26 @@ def realtime_edges(
     among ops completed before ``b`` started, the kept sources are exactly those
     completing in ``(m(b), invoke(b))``: a handful per op, so this is linear.
     """
-    src_ids = np.flatnonzero(ok)
+    src_ids = np.flatnonzero(ok).astype(np.int32)  # node ids, as the graph keeps them
     order = np.argsort(complete[src_ids], kind="stable")
     src_ids = src_ids[order]
     c_sorted = complete[src_ids]
     if len(src_ids) == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
+        return np.empty(0, np.int32), np.empty(0, np.int32)
     running_max_inv = np.maximum.accumulate(invoke[src_ids])
     hi = np.searchsorted(c_sorted, invoke, side="left")
     m = np.where(hi > 0, running_max_inv[np.maximum(hi - 1, 0)], -1)
     lo = np.searchsorted(c_sorted, m, side="right")
     counts = np.maximum(hi - lo, 0)
-    total = int(counts.sum())
-    dst = np.repeat(np.arange(len(invoke)), counts)
-    starts = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-    src = src_ids[starts + np.arange(total)]
-    return src.astype(np.int64), dst.astype(np.int64)
+    dst = np.repeat(np.arange(len(invoke), dtype=np.int32), counts)
+    return src_ids[ranges(lo, counts)], dst
 
 
 def process_edges(process: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Consecutive ops of each process, by history position (node ids ordered)."""
     order = np.lexsort((index, process))
     same = process[order][1:] == process[order][:-1]
-    return order[:-1][same].astype(np.int64), order[1:][same].astype(np.int64)
+    return order[:-1][same], order[1:][same]
 
 
 @dataclass
@@ -110,28 +110,46 @@ def build_graph(ops: pa.Table, ww: pa.Table, wr: pa.Table) -> Graph:
     ok = pc.equal(ops.column("type"), "ok").to_numpy(zero_copy_only=False)
     proc_codes = pc.dictionary_encode(ops.column("process")).combine_chunks().indices.to_numpy()
 
-    # Each edge as one int64, (src · n + dst) · 16 + relation bit, sorted in
-    # place: parallel edges end up side by side, and no index array is built
-    # (a 10M-op history has about 50M edges).
+    # Each edge as one int64, (src · n + dst) · 16 + relation bit, written
+    # into one array and sorted in place: parallel edges end up side by side.
+    # A 10M-op history has about 50M edges: each step works in place where
+    # it can, and pairs are split into ends a chunk at a time.
     n = max(len(index), 1)
-    parts = []
+    process = process_edges(proc_codes, index)
+    realtime = realtime_edges(invoke, index, ok)
+    total = ww.num_rows + wr.num_rows + len(process[0]) + len(realtime[0])
+    packed = np.empty(total, np.int64)
+    at = 0
     for table, bit in ((ww, WW), (wr, WR)):
-        s = np.searchsorted(index, table.column("src").to_numpy())
-        d = np.searchsorted(index, table.column("dst").to_numpy())
-        parts.append(_packed(s, d, n, bit))
-    parts.append(_packed(*process_edges(proc_codes, index), n, PROCESS))
-    parts.append(_packed(*realtime_edges(invoke, index, ok), n, REALTIME))
-    packed = np.concatenate(parts)
-    del parts
+        ends = (np.searchsorted(index, table.column(c).to_numpy()) for c in ("src", "dst"))
+        at = _pack_into(packed, at, *ends, n, bit)
+    at = _pack_into(packed, at, *process, n, PROCESS)
+    _pack_into(packed, at, *realtime, n, REALTIME)
+    del process, realtime
     packed.sort()
-    pair = packed >> 4
-    starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if len(pair) else pair
-    merged = np.bitwise_or.reduceat((packed & 15).astype(np.uint8), starts) if len(pair) else []
-    uniq = pair[starts]
-    del packed, pair
-    src, dst = (uniq // n).astype(np.int32), (uniq % n).astype(np.int32)
-    return Graph(ops, src, dst, np.asarray(merged, np.uint8), ww, wr)
+    bits = np.empty(total, np.uint8)
+    np.bitwise_and(packed, 15, out=bits, casting="unsafe")
+    packed >>= 4  # the (src, dst) pair
+    new = np.empty(total, bool)
+    new[:1] = True
+    np.not_equal(packed[1:], packed[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    del new
+    rel = np.bitwise_or.reduceat(bits, starts) if total else np.empty(0, np.uint8)
+    del bits
+    src, dst = np.empty(len(starts), np.int32), np.empty(len(starts), np.int32)
+    for lo in range(0, len(starts), CHUNK):
+        pair = packed[starts[lo : lo + CHUNK]]
+        src[lo : lo + CHUNK], dst[lo : lo + CHUNK] = np.divmod(pair, n)
+    return Graph(ops, src, dst, rel, ww, wr)
 
 
-def _packed(src: np.ndarray, dst: np.ndarray, n: int, bit: int) -> np.ndarray:
-    return (src.astype(np.int64) * n + dst) * 16 + bit
+def _pack_into(out: np.ndarray, at: int, src: np.ndarray, dst: np.ndarray, n: int, bit: int) -> int:
+    """Writes the edges ``src → dst`` packed into ``out`` from ``at`` on, in
+    place; returns where they end."""
+    part = out[at : at + len(src)]
+    np.multiply(src, n, out=part, dtype=np.int64, casting="unsafe")
+    part += dst
+    part <<= 4
+    part |= bit
+    return at + len(src)

@@ -1,7 +1,6 @@
 """What a key's analyses need to know beyond that key's own rows: the op-level
 facts of the whole history, gathered on the driver from the completed ops and
-broadcast to the per-key analyses. An op's own fields (type, process, times)
-travel with its rows instead: a copy per op in every worker would cost more.
+broadcast to the per-key analyses.
 
 * which info ops must have committed (an OK poll saw one of their sends, on
   any key: a transaction is all or nothing);
@@ -14,7 +13,7 @@ travel with its rows instead: a copy per op in every worker would cost more.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,8 +56,29 @@ class Resets:
 
 
 @dataclass
+class Ops:
+    """Every completed client op's op-level fields, by code, sorted by index:
+    a key's rows carry only their op's index and look the rest up here (each
+    Python worker holds a copy, so it is kept to 30 bytes an op: wider rows
+    would cost the shuffle more)."""
+
+    index: np.ndarray
+    process: np.ndarray  # int32 code into Context.processes
+    type: np.ndarray  # int8 code into TYPES
+    f: np.ndarray  # int8 code into fs
+    fs: list[str]
+    time: np.ndarray
+    invoke_time: np.ndarray
+
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        """Positions of the ops with these indices."""
+        return np.searchsorted(self.index, index)
+
+
+@dataclass
 class Context:
     processes: list[str]  # code → name, sorted
+    ops: Ops
     # Info ops an OK poll saw a send of on some key (empty: a key knows only
     # its own; checkers.queue.run fills it in for keys that need more).
     seen_info: np.ndarray
@@ -68,17 +88,6 @@ class Context:
     polls: dict[str, np.ndarray]  # OK poll/txn ops: at (sorted), invoke_time, time
     timeline: Timeline | None
     key_resets: dict[int, np.ndarray]  # key → positions in resets of the ops naming it
-    _process_set: pa.Array | None = field(default=None, repr=False)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_process_set": None}
-
-    def process_codes(self, names: pa.ChunkedArray | pa.Array) -> np.ndarray:
-        """Codes (into ``processes``) of process names."""
-        if self._process_set is None:
-            self._process_set = pa.array(self.processes, pa.string())
-        codes = pc.index_in(names, value_set=self._process_set)
-        return codes.to_numpy(zero_copy_only=False).astype(np.int64)
 
     def resets_of(self, key: int) -> np.ndarray:
         """Positions (in ``resets``) of the assign/subscribe ops naming ``key``."""
@@ -107,6 +116,9 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
     at = by_process(pcode, index)
     invoke = pc.fill_null(ops.column("invoke_time"), ops.column("time")).to_numpy()
     time = ops.column("time").to_numpy()
+    by_index = np.argsort(index, kind="stable")
+    f_codes = pc.dictionary_encode(ops.column("f")).combine_chunks()
+    type_codes = pc.index_in(ops.column("type"), value_set=pa.array(TYPES))
 
     def where(fs: tuple[str, ...], types: tuple[str, ...]) -> np.ndarray:
         """Positions of the ops of one of ``fs`` that ended in one of ``types``,
@@ -129,6 +141,15 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
     polls = where(READ_FS, ("ok",))
     return Context(
         processes=names,
+        ops=Ops(
+            index=index[by_index],
+            process=pcode.astype(np.int32)[by_index],
+            type=type_codes.to_numpy(zero_copy_only=False).astype(np.int8)[by_index],
+            f=f_codes.indices.to_numpy().astype(np.int8)[by_index],
+            fs=f_codes.dictionary.to_pylist(),
+            time=time[by_index],
+            invoke_time=invoke[by_index],
+        ),
         seen_info=np.empty(0, np.int64),
         resets=resets,
         rebalanced={k: np.sort(np.array(v, np.int64)) for k, v in rebalanced.items()},

@@ -57,7 +57,9 @@ def find(sorted_values: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 def ranges(start: np.ndarray, count: np.ndarray) -> np.ndarray:
     """The ranges ``[start, start + count)`` one after another, as positions."""
-    return np.repeat(start - np.r_[0, np.cumsum(count)[:-1]], count) + np.arange(int(count.sum()))
+    out = np.repeat(start - np.r_[0, np.cumsum(count)[:-1]], count)
+    out += np.arange(len(out))
+    return out
 
 
 def group_bounds(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,8 +69,7 @@ def group_bounds(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class KeyLog:
-    """The micro-ops of one key (sends, and polled records), one entry each,
-    with their op's fields (:func:`checkers.queue.run.key_rows`).
+    """The micro-ops of one key (sends, and polled records), one entry each.
 
     ``committed[i]``: the op of row ``i`` must have committed (it is OK, or it
     is info and ``seen_info`` holds it: an OK poll saw one of its sends).
@@ -82,12 +83,12 @@ class KeyLog:
         )
         self.key = int(table.column("key")[0].as_py()) if table.num_rows else 0
         self.index = _ints(table.column("index"))
-        self.time = _ints(table.column("time"))
-        self.invoke_time = _ints(table.column("invoke_time"))
-        self.type = _ints(table.column("type"))
-        self.process = ctx.process_codes(table.column("process"))
-        f = pc.dictionary_encode(table.column("f")).combine_chunks()
-        self.f, self.fs = f.indices.to_numpy(), f.dictionary.to_pylist()
+        op = ctx.ops.rows(self.index)
+        self.time = ctx.ops.time[op]
+        self.invoke_time = ctx.ops.invoke_time[op]
+        self.type = ctx.ops.type[op]
+        self.process = ctx.ops.process[op].astype(np.int64)
+        self.f = ctx.ops.f[op]
         self.mop = _ints(table.column("mop"))
         self.mop_index = _ints(table.column("mop_index"))
         self.pos = _ints(table.column("pos"), 0)
@@ -155,7 +156,7 @@ class KeyLog:
             "process": self.ctx.processes[self.process[i]],
             "time": int(self.time[i]),
             "type": TYPES[self.type[i]],
-            "f": self.fs[self.f[i]],
+            "f": self.ctx.ops.fs[self.f[i]],
         }
 
     def offset_at(self, i: int) -> int | None:

@@ -11,6 +11,7 @@ read, on any key) is settled by running again the few keys that need it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,15 +24,14 @@ from pyspark.sql import functions as F
 
 from checkers.cycles import edges
 from checkers.queue.check import OUT_SCHEMA, analyse_key
-from checkers.queue.context import TYPES, Context, build_context, op_stats
+from checkers.queue.context import Context, build_context, op_stats
 from checkers.queue.lag import KeyLags
 from checkers.spark.frames import NEMESIS
-from checkers.spark.session import release_unused_memory
+from checkers.spark.session import release_jvm_heap, release_unused_memory
 from checkers.spark.timeline import Timeline
 from checkers.workloads.finders import FIELDS as WORKLOAD_FIELDS
 
 RESETS_TYPE = pa.list_(pa.struct([("key", pa.int64()), ("from", pa.int64()), ("to", pa.int64())]))
-CONTEXT_ONLY = ["keys", "rebalance_keys", "offset_resets"]  # op_table columns
 
 
 def op_table(heads: pa.Table, fields: tuple[str, ...]) -> pa.Table:
@@ -79,18 +79,23 @@ def op_table(heads: pa.Table, fields: tuple[str, ...]) -> pa.Table:
 class OpFacts:
     """What the driver knows from the ops alone, before any Spark job."""
 
-    ops: pa.Table
+    graph_ops: pa.Table  # the dependency graph's nodes (edges.op_intervals)
+    fields: frozenset[str]  # the workload fields some op carries
     stats: dict[str, Any]
     timeline: Timeline | None
     ctx: Context
 
     @classmethod
-    def of(cls, heads: pa.Table) -> OpFacts:
-        ops = op_table(heads, WORKLOAD_FIELDS)
+    def of(cls, take_heads: Callable[[], pa.Table]) -> OpFacts:
+        """From the op rows ``take_heads`` hands over (this call holds the only
+        reference, so their memory goes back to the system before it returns:
+        for 10M ops, a gigabyte)."""
+        ops = op_table(take_heads(), WORKLOAD_FIELDS)
         stats, timeline = op_stats(ops)
         ctx = build_context(ops, timeline)
-        facts = cls(ops.drop_columns(CONTEXT_ONLY), stats, timeline, ctx)
-        del heads, ops
+        fields = frozenset(f for f in WORKLOAD_FIELDS if pc.any(ops.column(f"has_{f}")).as_py())
+        facts = cls(edges.op_intervals(ops), fields, stats, timeline, ctx)
+        del ops
         release_unused_memory()
         return facts
 
@@ -191,8 +196,9 @@ def _to_ipc(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _from_ipc(blobs: list[bytes], keys: list[int] | None = None) -> list[pa.Table]:
-    tables = [pa.ipc.open_stream(b).read_all() for b in blobs]
+def _from_ipc(blobs: pa.ChunkedArray, keys: list[int] | None = None) -> list[pa.Table]:
+    """The tables of a column of IPC blobs, read where they lie (no copy)."""
+    tables = [pa.ipc.open_stream(b.as_buffer()).read_all() for b in blobs]
     if keys is None:
         return tables
     return [
@@ -202,12 +208,10 @@ def _from_ipc(blobs: list[bytes], keys: list[int] | None = None) -> list[pa.Tabl
 
 
 def key_rows(mops: DataFrame) -> DataFrame:
-    """The micro-op columns a key's analyses read, with their op's fields,
-    partitioned by key and cached. Materialized at once, so the scan and the
-    shuffle run while the driver still works out the op facts;
-    :func:`analyse_keys` then groups without another shuffle. The caller
-    unpersists it."""
-    type_code = F.array_position(F.array(*map(F.lit, TYPES)), F.col("type")) - 1
+    """The micro-op columns a key's analyses read, partitioned by key and
+    cached. Materialized at once, so the scan and the shuffle run while the
+    driver still works out the op facts; :func:`analyse_keys` then groups
+    without another shuffle. The caller unpersists it."""
     rows = (
         mops.select(
             "index",
@@ -217,11 +221,6 @@ def key_rows(mops: DataFrame) -> DataFrame:
             "offset",
             "value",
             "pos",
-            type_code.cast("byte").alias("type"),
-            "time",
-            F.coalesce("invoke_time", "time").alias("invoke_time"),
-            "process",
-            "f",
         )
         .repartition("key")
         .cache()
@@ -230,27 +229,32 @@ def key_rows(mops: DataFrame) -> DataFrame:
     return rows
 
 
-def _run(spark: SparkSession, rows: DataFrame, ctx: Context, cap: int) -> KeyedResults:
+def _run(spark: SparkSession, rows: DataFrame, ctx: Context, cap: int, big: bool) -> KeyedResults:
     """Each key's results cross back as compressed Arrow IPC blobs: Spark moves
-    a few dozen binary values instead of converting a million edge rows twice."""
+    a few dozen binary values instead of converting a million edge rows twice.
+    For a ``big`` history the JVM gives its heap back before they are decoded."""
     bc = spark.sparkContext.broadcast(ctx)
 
     def run(table: pa.Table) -> pa.Table:
         found = analyse_key(table, bc.value, cap)
-        return pa.table(
+        out = pa.table(
             {"key": table.column("key").slice(0, 1)}
             | {part: [_to_ipc(getattr(found, part))] for part in PARTS}
         )
+        # a worker stays up after its last key, while the driver searches
+        # the graph: without this it would keep that key's memory
+        release_unused_memory()
+        return out
 
     schema = "key bigint, " + ", ".join(f"{part} binary" for part in PARTS)
     try:
         blobs = rows.groupBy("key").applyInArrow(run, schema).toArrow()
     finally:
         bc.destroy()
+    if big:
+        release_jvm_heap(spark)
     keys = blobs.column("key").to_pylist()
-    rows_, ww, wr = (
-        _from_ipc(blobs.column(p).to_pylist(), None if p == "rows" else keys) for p in PARTS
-    )
+    rows_, ww, wr = (_from_ipc(blobs.column(p), None if p == "rows" else keys) for p in PARTS)
     return KeyedResults(
         pa.concat_tables(rows_) if rows_ else OUT_SCHEMA.empty_table(),
         pa.concat_tables(ww) if ww else edges.EMPTY_WW,
@@ -259,7 +263,7 @@ def _run(spark: SparkSession, rows: DataFrame, ctx: Context, cap: int) -> KeyedR
 
 
 def analyse_keys(
-    spark: SparkSession, rows: DataFrame, ctx: Context, cap: int
+    spark: SparkSession, rows: DataFrame, ctx: Context, cap: int, *, big: bool = False
 ) -> tuple[KeyedResults, np.ndarray]:
     """Runs :func:`analyse_key` on every key's rows (:func:`key_rows`);
     returns the results and the info ops that must have committed.
@@ -268,7 +272,7 @@ def analyse_keys(
     one key committed on every key it sent to, so the keys it sent to
     without being seen there run again, knowing (in all but anomalous
     histories, where a transaction shows torn, there are none)."""
-    found = _run(spark, rows, ctx, cap)
+    found = _run(spark, rows, ctx, cap, big)
     info = found.rows("_info")
     op, here = info.column("a").to_numpy(), info.column("b").to_numpy() == 1
     seen = np.unique(op[here])
@@ -276,6 +280,6 @@ def analyse_keys(
     again = np.unique(info.column("key").to_numpy()[torn])
     if len(again):
         ctx = replace(ctx, seen_info=seen)
-        redone = _run(spark, rows.where(F.col("key").isin(again.tolist())), ctx, cap)
+        redone = _run(spark, rows.where(F.col("key").isin(again.tolist())), ctx, cap, big)
         found = found.replace_keys(again, redone)
     return found, seen

@@ -10,6 +10,7 @@ Spark stopped its context, so one lost JVM does not fail every later check of a
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
 import os
@@ -45,6 +46,18 @@ CDS_ARCHIVE = Path(sys.prefix) / "share" / "jepka" / f"spark-{pyspark.__version_
 CDS_DUMP_ENV = "JEPKA_SPARK_CDS_DUMP"
 
 _lock = threading.Lock()
+
+
+def _find_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, which returns the free memory of every arena
+    (threads allocate from arenas of their own) to the system."""
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_malloc_trim = _find_malloc_trim()
 
 
 # G1 hands heap it no longer needs back to the system after a full collection
@@ -190,16 +203,18 @@ def release_jvm_objects() -> None:
 
 
 def release_unused_memory() -> None:
-    """Hands memory Arrow's allocator keeps for reuse back to the system, so a
-    big check's earlier phases do not add to its peak."""
+    """Hands memory Arrow's and C's allocators keep for reuse back to the
+    system, so a big check's earlier phases do not add to its peak."""
     pa.default_memory_pool().release_unused()
+    if _malloc_trim is not None:
+        _malloc_trim(0)
 
 
 def release_jvm_heap(spark: SparkSession) -> None:
     """Runs a full collection in the JVM, which then shrinks its heap to what
     is live (:data:`JVM_GC_OPTIONS`): after a big check's Spark jobs, the
     gigabytes their shuffles and caches took go back to the system before
-    the driver builds the dependency graph."""
+    the driver decodes their results and builds the dependency graph."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     jvm.System.gc()

@@ -58,10 +58,10 @@ STOPPED_MID_CHECK = textwrap.dedent(
     first = get_session()
     real = analyze.analyse_keys
 
-    def stopping(*args):
+    def stopping(*args, **kwargs):
         if analyze.is_alive(first):
             first.sparkContext._jsc.sc().stop()
-        return real(*args)
+        return real(*args, **kwargs)
 
     analyze.analyse_keys = stopping
     again = analyze.check("examples/anomalies.jsonl")
