@@ -189,7 +189,7 @@ def _judge(
                 keyed, seen = analyse_keys(spark, rows, ctx, cap, big=big)
                 cases, counts = find_cases(keyed, raw, known.fields, seen, cap)
         finally:
-            rows.unpersist(blocking=True)
+            rows.unpersist(blocking=big)  # a big heap is given back next
     if big:
         release_jvm_heap(spark)
     with timer("figures"):

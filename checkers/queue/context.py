@@ -59,13 +59,13 @@ class Resets:
 class Ops:
     """Every completed client op's op-level fields, by code, sorted by index:
     a key's rows carry only their op's index and look the rest up here (each
-    Python worker holds a copy, so it is kept to 30 bytes an op: wider rows
+    Python worker holds a copy, so it is kept to 31 bytes an op: wider rows
     would cost the shuffle more)."""
 
     index: np.ndarray
     process: np.ndarray  # int32 code into Context.processes
     type: np.ndarray  # int8 code into TYPES
-    f: np.ndarray  # int8 code into fs
+    f: np.ndarray  # int16 code into fs
     fs: list[str]
     time: np.ndarray
     invoke_time: np.ndarray
@@ -145,7 +145,7 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
             index=index[by_index],
             process=pcode.astype(np.int32)[by_index],
             type=type_codes.to_numpy(zero_copy_only=False).astype(np.int8)[by_index],
-            f=f_codes.indices.to_numpy().astype(np.int8)[by_index],
+            f=f_codes.indices.to_numpy().astype(np.int16)[by_index],
             fs=f_codes.dictionary.to_pylist(),
             time=time[by_index],
             invoke_time=invoke[by_index],
