@@ -17,11 +17,18 @@ from checkers.history.errors import HistoryError
 from checkers.history.schema import FLAT_SCHEMA, LINE
 
 
-def _codes(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Small integer codes of a string column (equal strings, equal codes)."""
+def _encode(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list]:
+    """Small integer codes of a string or dictionary column (equal values,
+    equal codes) and the values they stand for. Codes are 16-bit when they
+    fit, so that sorting by them is a radix sort (six times faster than the
+    merge sort of wider integers)."""
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return pc.dictionary_encode(arr).indices.to_numpy(zero_copy_only=False)
+        arr = arr.combine_chunks()  # unifies the chunks' dictionaries
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    codes = arr.indices.to_numpy(zero_copy_only=False)
+    values = arr.dictionary.to_pylist()
+    return (codes.astype(np.int16) if len(values) <= 1 << 15 else codes), values
 
 
 def _shift(a: np.ndarray, fill) -> np.ndarray:
@@ -45,27 +52,38 @@ def attach_pairs(table: pa.Table, path: str) -> pa.Table:
 def compute_pairs(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array]:
     """Checks history order; returns the per-row ``pair_index`` and
     ``pair_time``. Needs only the columns row, index, time, type, process, f
-    (and ``_line`` if present)."""
-    n_rows = table.num_rows
+    (and ``_line`` if present); string columns may be dictionaries."""
     row = table["row"].to_numpy()
-    heads = np.flatnonzero(row == 0)
-    lines = table[LINE].to_numpy()[heads] if LINE in table.column_names else heads + 1
-    n = len(heads)
-    index = table["index"].to_numpy()[heads]
-    time = table["time"].to_numpy()[heads]
+    is_head = row == 0
+    # One row per op (the op rows of a Parquet file): op i is row i, and
+    # nothing needs gathering or spreading back over the rows.
+    every_row = bool(is_head.all())
+    heads = None if every_row else np.flatnonzero(is_head)
+
+    def per_op(name: str) -> np.ndarray:
+        values = table[name].to_numpy()
+        return values if heads is None else values[heads]
+
+    def op_column(name: str) -> pa.ChunkedArray:
+        return table[name] if heads is None else table[name].take(heads)
+
+    index, time = per_op("index"), per_op("time")
+    n = len(index)
+    if LINE in table.column_names:
+        lines = per_op(LINE)
+    else:
+        lines = np.arange(1, n + 1) if heads is None else heads + 1
     pair_op = np.full(n, -1, dtype=np.int64)
     if n:
         _check_order(path, index, lines)
-        every_row = n == n_rows  # one row per op: no need to copy the op rows out
-        process = table["process"] if every_row else table["process"].take(heads)
-        f = table["f"] if every_row else table["f"].take(heads)
-        op_type = table["type"] if every_row else table["type"].take(heads)
-        is_inv = pc.equal(op_type, "invoke").to_numpy(zero_copy_only=False)
-        process_codes = _codes(process)
+        process, f = op_column("process"), op_column("f")
+        type_codes, types = _encode(op_column("type"))
+        is_inv = type_codes == types.index("invoke") if "invoke" in types else np.zeros(n, bool)
+        process_codes = _encode(process)[0]
         order = np.argsort(process_codes, kind="stable")
         sp = process_codes[order]
         si = is_inv[order]
-        sf = _codes(f)[order]
+        sf = _encode(f)[0][order]
         prev_inv = _shift(si, False) & (_shift(sp, -1) == sp)
         completion = ~si
         problems = {
@@ -77,17 +95,14 @@ def compute_pairs(table: pa.Table, path: str) -> tuple[pa.Array, pa.Array]:
         done = np.flatnonzero(completion & prev_inv)
         pair_op[order[done]] = order[done - 1]
         pair_op[order[done - 1]] = order[done]
-    op_of_row = np.cumsum(row == 0) - 1 if n_rows else np.zeros(0, dtype=np.int64)
-    partner = pair_op[op_of_row]
+    partner = pair_op if heads is None else pair_op[np.cumsum(is_head) - 1]
     missing = partner < 0
     safe = np.where(missing, 0, partner)
-    pair_index = pa.array(index[safe] if n else np.zeros(0, np.int64), mask=missing)
-    pair_time = pa.array(time[safe] if n else np.zeros(0, np.int64), mask=missing)
-    return pair_index, pair_time
+    return pa.array(index[safe], mask=missing), pa.array(time[safe], mask=missing)
 
 
 def _check_order(path: str, index: np.ndarray, lines: np.ndarray) -> None:
-    bad = np.flatnonzero(np.diff(index) <= 0)
+    bad = np.flatnonzero(index[1:] <= index[:-1])
     if len(bad):
         i = bad[0] + 1
         raise HistoryError(

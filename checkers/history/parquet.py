@@ -24,6 +24,9 @@ def write_parquet(table: pa.Table, path: str) -> None:
 OP_LEVEL = ("index", "time", "type", "process", "f", "pair_index", "pair_time")
 # An op's first row: what it checks, and what the checker reads per op.
 HEAD_COLUMNS = (*OP_LEVEL, "keys", "rebalance_keys", "extra")
+# Columns of a few distinct values (op types, processes, functions).
+DICTIONARY_COLUMNS = ("type", "process", "f")
+HEAD_SCHEMA = pa.schema([FLAT_SCHEMA.field(n) for n in HEAD_COLUMNS])
 
 
 def _read(path: str, columns: list[str] | None = None) -> pa.Table:
@@ -73,21 +76,24 @@ def check_parquet(path: str) -> pa.Table:
         both_null = pc.and_(pc.is_null(stored), pc.is_null(expected))
         wrong = pc.invert(pc.or_(same, both_null)).to_numpy(zero_copy_only=False)
         _first(path, wrong, f"column '{name}' disagrees with the history's pairs", head_rows)
-    return heads.drop_columns(["row", LINE])
+    return heads.drop_columns(["row", LINE]).cast(HEAD_SCHEMA)
 
 
 def _op_rows(path: str) -> pa.Table:
-    """The op-level columns of each op's first row, read in batches (a
-    filtered ``read_table`` would decode whole row groups at once)."""
+    """The op-level columns of each op's first row, read a row group's worth
+    at a time (a filtered ``read_table`` would decode every row group at
+    once). The few-valued string columns are read as dictionaries, so only
+    the kept rows' strings are ever built."""
     batches = []
     try:
-        for batch in pq.ParquetFile(path).iter_batches(1 << 16, columns=[*HEAD_COLUMNS, "row"]):
+        file = pq.ParquetFile(path, read_dictionary=list(DICTIONARY_COLUMNS))
+        for batch in file.iter_batches(ROW_GROUP, columns=[*HEAD_COLUMNS, "row"]):
             first = pc.equal(batch.column("row"), 0)
             batches.append(batch.filter(first).select(list(HEAD_COLUMNS)))
     except (OSError, pa.ArrowException) as e:
         raise HistoryError(path, None, f"cannot read as Parquet: {e}") from None
-    schema = pa.schema([FLAT_SCHEMA.field(n) for n in HEAD_COLUMNS])
-    return pa.Table.from_batches(batches, schema)
+    schema = file.schema_arrow
+    return pa.Table.from_batches(batches, pa.schema([schema.field(n) for n in HEAD_COLUMNS]))
 
 
 def _first(path: str, bad: np.ndarray, message: str, rows: np.ndarray | None = None) -> None:
