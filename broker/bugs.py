@@ -87,8 +87,9 @@ BUGS: dict[str, Bug] = {
             "no-epoch-fencing",
             "a deposed leader that keeps accepting produce requests (split brain, as in "
             "Jepsen's 2013 Kafka analysis of partitioned leaders)",
-            "lost-write and inconsistent-offsets: acks=1 writes the deposed leader "
-            "acknowledged are absent from the new leader's log, which diverges from its own",
+            "unseen (and now and then inconsistent-offsets): acks=1 writes the deposed "
+            "leader acknowledged are absent from the new leader's log, which diverges from "
+            "its own",
             "a replica that led an earlier leader epoch still takes produce requests after "
             "the controller moved leadership elsewhere",
         ),

@@ -123,6 +123,8 @@ BROKER_KEYS: dict[str, Key] = {
     "broker.session.timeout.ms": Key(_int, 9000, 1),
     "broker.session.disconnect.grace.ms": Key(_int, 1500, 0),
     "replica.lag.time.max.ms": Key(_int, 30_000, 1),
+    "auto.leader.rebalance.enable": Key(_bool, True),
+    "leader.imbalance.check.interval.seconds": Key(_int, 300, 1),
     "replica.high.watermark.checkpoint.interval.ms": Key(_int, 5000, 1),
     # Not in Kafka: a seed for the controller's replica placement (-1: random, as Kafka).
     "replica.placement.seed": Key(_int, -1, -1),

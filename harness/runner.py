@@ -85,6 +85,7 @@ def cluster_phase(spec: TestSpec, run_dir: RunDir, state: RunState) -> Iterator[
     overrides = {"min.insync.replicas": str(spec.min_isr)}
     if spec.db == "reference":  # same seed, same replica placement (Kafka's is random)
         overrides["replica.placement.seed"] = str(spec.seed)
+    overrides.update(spec.broker_settings)
     cspec = ClusterSpec(
         name=f"jt{os.getpid()}",
         backend=spec.cluster,

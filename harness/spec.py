@@ -55,6 +55,14 @@ def _bool(x: Any) -> bool:
     raise ValueError(f"expected true or false, got {x!r}")
 
 
+def _setting(x: Any) -> str:
+    """A broker setting written ``key=value``."""
+    key, eq, value = str(x).partition("=")
+    if not eq or not key.strip() or not value.strip():
+        raise ValueError(f"expected key=value, got {x!r}")
+    return f"{key.strip()}={value.strip()}"
+
+
 def _fraction(x: Any) -> float:
     """A probability, also written as ``1/32`` as in Jepsen."""
     if isinstance(x, str) and "/" in x:
@@ -76,6 +84,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("cluster", str, "local", "where nodes run", CLUSTERS),
     Option("db", str, "reference", "which broker", DBS),
     Option("bug", str, [], "historical broker bugs to switch on", is_list=True),
+    Option(
+        "broker_config",
+        _setting,
+        [],
+        "broker settings key=value, comma-separated (over jepka's own)",
+        is_list=True,
+    ),
     Option("acks", str, "all", "producer acks", ACKS),
     Option("idempotence", _bool, True, "idempotent producers"),
     Option("isolation_level", str, "read_committed", "consumer isolation", ISOLATION),
@@ -126,6 +141,7 @@ KIND_NAMES: dict[Callable[[Any], Any], str] = {
     float: "a number",
     _bool: "true or false",
     _fraction: "a number or a fraction like 1/32",
+    _setting: "a setting key=value",
 }
 
 
@@ -145,6 +161,7 @@ class TestSpec:
     cluster: str
     db: str
     bug: tuple[str, ...]
+    broker_config: tuple[str, ...]
     acks: str
     idempotence: bool
     isolation_level: str
@@ -168,6 +185,11 @@ class TestSpec:
     def faults(self) -> tuple[str, ...]:
         """The nemeses other than ``none``."""
         return tuple(n for n in self.nemesis if n != "none")
+
+    @property
+    def broker_settings(self) -> dict[str, str]:
+        """``broker_config`` as a mapping (a later key wins)."""
+        return dict(item.partition("=")[::2] for item in self.broker_config)
 
     @property
     def test_name(self) -> str:

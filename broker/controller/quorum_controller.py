@@ -92,6 +92,7 @@ class QuorumController:
         self._last_leader: int | None = None  # the last controller this node knew
         self._waiting: list[_Waiting] = []
         self._last_poll_ms = clock.now_ms()
+        self._balance_due_ms: int | None = None  # the next auto leader rebalance
 
     def attach(self, raft: RaftClient) -> None:
         self.raft = raft
@@ -121,6 +122,7 @@ class QuorumController:
         previous, self._last_leader = self._last_leader, leader_id or self._last_leader
         if leader_id == self.node_id:
             self._active_epoch = epoch
+            self._balance_due_ms = None
             self.image = self.loader.image
             now_ms = self.clock.now_ms()
             self.cluster.reset_sessions(self.image, now_ms)
@@ -194,7 +196,23 @@ class QuorumController:
             for broker_id in self.cluster.expired(self.image, self.clock.now_ms()):
                 log.info("node %d: broker %d session expired, fencing", self.node_id, broker_id)
                 self._run(functools.partial(self._fence, broker_id=broker_id))
+            self._maybe_balance_leaders(now_ms)
         self._maybe_snapshot()
+
+    def _maybe_balance_leaders(self, now_ms: int) -> None:
+        """KRaft's auto leader rebalance: a check interval after leaderships are
+        first found away from their preferred replicas, the preferred ones that are
+        in sync take them back; while some stay away, the check comes round again."""
+        interval = self.config.leader_imbalance_check_interval_ms
+        if interval is None:
+            return
+        if self._balance_due_ms is None:
+            if self.replication.imbalanced(self.image):
+                self._balance_due_ms = now_ms + interval
+        elif now_ms >= self._balance_due_ms:
+            self._balance_due_ms = None
+            log.info("node %d: moving leaderships back to preferred replicas", self.node_id)
+            self.elect_preferred_leaders()
 
     # -- internals -----------------------------------------------------------------------
     def _heartbeat(self, image: MetadataImage, request: BrokerHeartbeatRequest) -> ControllerResult:

@@ -179,12 +179,19 @@ class ReplicationControlManager:
                 changes.append(change)
         return changes
 
+    def imbalanced(self, image: MetadataImage) -> bool:
+        """Whether some partition is led by another replica than its preferred one."""
+        return any(reg.leader != reg.replicas[0] for _, _, reg in image.partitions())
+
     def elect_preferred_leaders(self, image: MetadataImage) -> list[MetadataRecord]:
-        """Move leadership back to each partition's first replica where it is in sync."""
+        """Move leadership back to each partition's preferred (first) replica where that
+        replica is in sync and unfenced; elsewhere nothing changes (Kafka's PREFERRED
+        election, which never hands leadership to a third replica)."""
         eligible = set(image.unfenced_brokers())
         changes: list[MetadataRecord] = []
         for topic, p, reg in image.partitions():
-            if reg.replicas[0] != reg.leader:
+            preferred = reg.replicas[0]
+            if preferred != reg.leader and preferred in reg.isr and preferred in eligible:
                 change = build_change(
                     topic.topic_id, p, reg, eligible, False, prefer_preferred=True
                 )

@@ -28,6 +28,9 @@ class ControllerConfig:
     #: whichever node is the active controller (None: from the controller's random
     #: generator, as Kafka)
     placement_seed: int | None = None
+    #: ``auto.leader.rebalance.enable``: this long after leaderships are found
+    #: away from their preferred replicas, they are moved back (None: never)
+    leader_imbalance_check_interval_ms: int | None = 300_000
 
 
 @dataclass(frozen=True, slots=True)

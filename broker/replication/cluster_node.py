@@ -73,6 +73,10 @@ class ClusterNode:
                 unclean_leader_election=config["unclean.leader.election.enable"]
                 or bugs.active("unclean-election"),
                 placement_seed=seed if (seed := config["replica.placement.seed"]) >= 0 else None,
+                leader_imbalance_check_interval_ms=config["leader.imbalance.check.interval.seconds"]
+                * 1000
+                if config["auto.leader.rebalance.enable"]
+                else None,
             ),
             peer_gone=self.transport.peer_gone,
         )

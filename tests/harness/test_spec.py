@@ -22,6 +22,15 @@ def test_file_then_flags_override_defaults(tmp_path: Path) -> None:
     assert spec.to_dict()["nemesis"] == ["kill", "pause"]
 
 
+def test_broker_settings_from_file_and_flags(tmp_path: Path) -> None:
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("broker-config: [leader.imbalance.check.interval.seconds=3]\n")
+    spec = resolve(load_config(cfg), None, str(cfg))
+    assert spec.broker_settings == {"leader.imbalance.check.interval.seconds": "3"}
+    flags = {"broker_config": "a.b = 1, c=x=y, a.b=2"}
+    assert resolve(load_config(cfg), flags).broker_settings == {"a.b": "2", "c": "x=y"}
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -33,6 +42,8 @@ def test_file_then_flags_override_defaults(tmp_path: Path) -> None:
         ({"abort_p": "1/0"}, "abort-p: '1/0' is not a number or a fraction"),
         ({"min_isr": 3, "replication_factor": 2}, "min-isr 3 exceeds replication-factor 2"),
         ({"replication_factor": 3, "nodes": 1}, "needs at least that many nodes"),
+        ({"broker_config": "num.partitions"}, "broker-config: 'num.partitions' is not a setting"),
+        ({"broker_config": ["a=1", "=2"]}, "broker-config: '=2' is not a setting key=value"),
     ],
 )
 def test_bad_settings_name_what_and_where(settings: dict, message: str) -> None:

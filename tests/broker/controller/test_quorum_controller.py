@@ -268,3 +268,62 @@ def test_a_new_controller_gives_a_silent_predecessor_its_whole_session() -> None
     assert cluster.wait_active().loader.image.unfenced_brokers() == [1, 2, 3]
     cluster.run_for(6000)
     assert cluster.wait_active().loader.image.unfenced_brokers() == sorted({1, 2, 3} - {old})
+
+
+def _back_in_sync(cluster: ControllerCluster, topic_id: str, broker_id: int) -> None:
+    """Each partition's leader adds ``broker_id`` back to its ISR, as it does once
+    the returned replica has caught up."""
+    active = cluster.wait_active()
+    image = active.loader.image
+    for p, reg in image.topics[topic_id].partitions.items():
+        if broker_id in reg.isr:
+            continue
+        epoch = image.brokers[reg.leader].broker_epoch
+        grow = AlterPartitionRequest(
+            reg.leader,
+            epoch,
+            topic_id,
+            p,
+            reg.leader_epoch,
+            reg.partition_epoch,
+            (*reg.isr, broker_id),
+        )
+        assert cluster.wait(active.alter_partition(grow)).error_code is ErrorCode.none  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("rebalance", [True, False], ids=["auto-rebalance", "disabled"])
+def test_preferred_replicas_take_their_leaderships_back_once_in_sync(rebalance: bool) -> None:
+    """auto.leader.rebalance.enable: leaderships a fenced broker lost go back to it
+    a check interval after it is in sync again, never while it is out of the ISR,
+    and never with the rebalance disabled."""
+    interval = 3000
+    config = ControllerConfig(leader_imbalance_check_interval_ms=interval if rebalance else None)
+    cluster = ControllerCluster(3, 12, config)
+    cluster.add_brokers(1, 2, 3)
+    cluster.wait_active()
+    cluster.run_for(2000)
+    active = cluster.wait_active()
+    cluster.wait(active.create_topics([CreatableTopic("t", 6, 3)]))
+    before = active.loader.image.topic("t")
+    assert before is not None
+    victim = next(b for b in (1, 2, 3) if b != active.node_id)
+    preferred = {p for p, r in before.partitions.items() if r.replicas[0] == victim}
+    assert preferred and all(before.partitions[p].leader == victim for p in preferred)
+    cluster.brokers[victim].alive = False
+    cluster.run_for(config.session_timeout_ms + 1000)
+    cluster.brokers[victim].alive = True
+    cluster.run_for(2 * interval)  # unfenced but not in sync: it must not lead
+    moved = cluster.wait_active().loader.image.topic("t")
+    assert moved is not None
+    assert all(moved.partitions[p].leader not in (victim, -1) for p in preferred)
+    _back_in_sync(cluster, before.topic_id, victim)
+    cluster.run_for(2 * interval)
+    after = cluster.wait_active().loader.image.topic("t")
+    assert after is not None
+    for p in preferred:
+        reg = after.partitions[p]
+        assert (reg.leader == victim) is rebalance, (p, reg)
+        if rebalance:
+            assert reg.leader_epoch == moved.partitions[p].leader_epoch + 1
+    others = set(after.partitions) - preferred
+    assert all(after.partitions[p].leader == moved.partitions[p].leader for p in others)
