@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,9 +45,9 @@ def run(time_limit: float, seed: int, extra: list[str]) -> dict[str, object]:
         f"{time_limit:g}",
         "--seed",
         str(seed),
-        "--store",
-        store,
         *extra,
+        "--store",  # last: left out of the command shown
+        store,
     ]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -75,8 +76,9 @@ def run(time_limit: float, seed: int, extra: list[str]) -> dict[str, object]:
     workload_end = running + max(main) / 1e9
     final_end = running + max(final) / 1e9 if final else workload_end
     results = json.loads((run_dir / "results.json").read_text())
+    shutil.rmtree(store, ignore_errors=True)
     return {
-        "command": " ".join(cmd[1:]),
+        "command": "jepka " + " ".join(cmd[1:-2]),
         "exit": code,
         "valid": results.get("valid"),
         "ops": len(ops),
