@@ -34,6 +34,11 @@ def stdout_file(node: Node) -> str:
     return posixpath.join(node.root, "broker.stdout")
 
 
+# states of a live, unpaused process: sleeping, runnable, or in an
+# uninterruptible wait (disk I/O such as an fsync at startup)
+RUNNING = ("S", "R", "D")
+
+
 def process_state(node: Node) -> str:
     """The broker's process state letter (`S`, `R`, `T` stopped, ...) or ''
     when no broker process exists (zombies count as gone)."""

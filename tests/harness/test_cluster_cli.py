@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster import Cluster, ClusterSpec, Registry
-from harness.db.base import process_state
+from harness.db.base import RUNNING, process_state
 from harness.net import iptables
 from nemesis.package import build
 from tests.nemesis.probes import leftovers, netns_available
@@ -53,7 +53,7 @@ def test_cluster_cli_heals_and_removes_a_dead_runs_leftovers(tmp_path: Path) -> 
         healed = jepka("heal", "--store", store)
         assert healed.returncode == 0, healed.stderr
         cluster = Cluster.attach(name, store)
-        assert all(process_state(n) in ("S", "R") for n in cluster.nodes)
+        assert all(process_state(n) in RUNNING for n in cluster.nodes)
         assert all(iptables.rules(n) == [] for n in cluster.nodes)
         assert Registry(store, name).load()["faults"] == []
 

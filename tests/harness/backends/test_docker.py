@@ -13,7 +13,7 @@ import pytest
 
 from harness.backends import docker as docker_backend
 from harness.cluster import Cluster, ClusterSpec
-from harness.db.base import process_state
+from harness.db.base import RUNNING, process_state
 from harness.net import iptables
 from nemesis.grudge import blocked_pairs
 from nemesis.package import build
@@ -101,7 +101,7 @@ def test_compose_cluster_survives_a_fault_schedule(tmp_path: Path) -> None:
         )
         assert lost["value"]["nodes"] == ["n2"]
         assert n2.run("cat /data/broker.pid").out.strip() != pid
-        assert process_state(n2) in ("S", "R")
+        assert process_state(n2) in RUNNING
 
         stopped = cluster.nodes[0].remote.container  # type: ignore[attr-defined]
         subprocess.run(["docker", "stop", "-t", "1", stopped], check=True, capture_output=True)
@@ -111,7 +111,7 @@ def test_compose_cluster_survives_a_fault_schedule(tmp_path: Path) -> None:
         for node in cluster.nodes:
             assert node.run("cat /data/faketime").out.strip() == "+0.000"
             assert iptables.rules(node) == []
-            assert process_state(node) in ("S", "R")
+            assert process_state(node) in RUNNING
             while not api_versions_answers(node.address, cluster.db.port):
                 assert time.monotonic() < deadline, f"{node.name} does not serve after heal"
     finally:
