@@ -51,6 +51,11 @@ class NemesisContext:
     def by_name(self) -> dict[str, Node]:
         return {n.name: n for n in self.nodes}
 
+    def close(self) -> None:
+        """Lets go of the cluster: the roles client stops reconnecting."""
+        if self.roles is not None:
+            self.roles.close()
+
 
 class Nemesis(Protocol):
     """A fault injector (Jepsen's `Nemesis` plus `Reflection`)."""
@@ -128,7 +133,10 @@ class Bound:
         return self.nemesis.invoke(self.ctx, op)
 
     def teardown(self, test: Any) -> None:
-        self.nemesis.teardown(self.ctx)
+        try:
+            self.nemesis.teardown(self.ctx)
+        finally:
+            self.ctx.close()
 
     def fs(self) -> frozenset[str]:
         return self.nemesis.fs

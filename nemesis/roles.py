@@ -82,6 +82,9 @@ class KafkaRoles:
             self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
         return self._admin
 
+    def close(self) -> None:
+        self._admin = None  # the handle's destructor stops librdkafka's threads
+
     def _name(self, broker_id: int) -> str:
         for n in self.nodes:
             if n.node_id == broker_id:

@@ -35,6 +35,10 @@ class Roles(Protocol):
         (`kind="transaction"`)."""
         ...
 
+    def close(self) -> None:
+        """Drops any connection to the cluster, so no client outlives it."""
+        ...
+
 
 class TargetError(ValueError):
     """A node spec that names no usable nodes."""

@@ -22,6 +22,9 @@ class FixedRoles:
     def coordinator(self, kind: str, key: str) -> str:
         return "n3"
 
+    def close(self) -> None:
+        pass
+
 
 @pytest.mark.parametrize(
     ("spec", "size"),

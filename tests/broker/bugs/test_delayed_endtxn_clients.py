@@ -1,0 +1,109 @@
+"""delayed-endtxn (KAFKA-17754) the way `jepka test` meets it: a real librdkafka
+producer, the `clients` partition nemesis on a 3-node cluster, and TCP itself
+delaying the write.
+
+The producer sends to a partition whose leader is cut off from the clients,
+then aborts on purpose. librdkafka waits out the message timeout and ends the
+transaction through a coordinator on another broker, whose abort marker
+reaches the partition at once. The heal comes 5 s after the send (the nightly
+case's window is 3.5-6.6 s), so TCP's retransmission delivers the write after
+the marker. With the bug the leader appends it as a new transaction that the
+producer's next commit marker commits; without it the leader asks the
+coordinator (KIP-890) and refuses it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from harness.cluster import Cluster, ClusterSpec
+from harness.net import iptables
+from tests.nemesis.probes import netns_available
+from workloads.client import ClientConfig, create_topics
+from workloads.keys import topic_partition
+
+pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.integration, pytest.mark.broker]
+
+KEYS = (0, 1, 2)
+HEAL_AFTER_S = 5.0
+
+
+def read_committed(config: ClientConfig, key: int) -> list[bytes]:
+    """Every value a read_committed consumer sees on the key, to the end."""
+    consumer = Consumer({**config.consumer_conf(), "group.id": f"g-{uuid.uuid4().hex}"})
+    topic, partition = topic_partition(key)
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    values: list[bytes] = []
+    quiet_until = time.monotonic() + 3
+    try:
+        while time.monotonic() < quiet_until:
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                values.append(msg.value())
+                quiet_until = time.monotonic() + 3
+    finally:
+        consumer.close()
+    return values
+
+
+@pytest.mark.parametrize("bug", [True, False], ids=["bug", "fixed"])
+def test_a_write_delivered_after_its_abort_is_committed_only_with_the_bug(
+    bug: bool, tmp_path: Path
+) -> None:
+    reason = netns_available()
+    if reason:
+        pytest.skip(reason)
+    spec = ClusterSpec(
+        name=f"de{uuid.uuid4().hex[:8]}", nodes=3, bugs=("delayed-endtxn",) if bug else ()
+    )
+    cluster = Cluster.up(spec, tmp_path)
+    try:
+        config = ClientConfig(
+            bootstrap=cluster.bootstrap, keys=KEYS, transactional=True, replication_factor=3
+        )
+        create_topics(config)
+        ctx = cluster.nemesis_context(seed=1)
+        txn_id = config.producer_conf("staged")["transactional.id"]
+        coordinator = ctx.roles.coordinator("transaction", txn_id)
+        key, leader = next(
+            (k, ctx.roles.leader(*topic_partition(k)))
+            for k in KEYS
+            if ctx.roles.leader(*topic_partition(k)) != coordinator
+        )
+        topic, partition = topic_partition(key)
+        producer = Producer(config.producer_conf("staged"))
+        producer.init_transactions(config.op_timeout_s)
+        producer.begin_transaction()  # connects to the leader before the cut
+        producer.produce(topic, b"before", partition=partition)
+        producer.commit_transaction(config.op_timeout_s)
+
+        node = ctx.node(leader)
+        iptables.cut_address(node, ctx.client_address)
+        healer = threading.Timer(HEAL_AFTER_S, iptables.heal, args=([node],))
+        try:
+            producer.begin_transaction()
+            producer.produce(topic, b"aborted", partition=partition)
+            producer.poll(0.3)  # in flight, so the abort cannot purge it
+            healer.start()
+            producer.abort_transaction(config.op_timeout_s)
+        finally:
+            healer.join()
+            iptables.heal([node])
+        time.sleep(3)  # the retransmission lands
+        producer.begin_transaction()
+        producer.produce(topic, b"after", partition=partition)
+        producer.commit_transaction(config.op_timeout_s)
+        del producer  # no client may reconnect once the cluster is gone
+        ctx.close()
+
+        seen = read_committed(config, key)
+        assert b"before" in seen and b"after" in seen, seen
+        assert (b"aborted" in seen) is bug, seen
+    finally:
+        cluster.down()
