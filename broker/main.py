@@ -62,6 +62,10 @@ def run(config: BrokerConfig) -> int:
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.INFO)
+    # kio registers hypothesis strategies for its types whenever hypothesis can be
+    # imported (a development install). A broker draws none; the import would cost
+    # 0.1 s a start and write `.hypothesis/` into the node's directory.
+    sys.modules.setdefault("hypothesis", None)
     from broker.broker import Broker
 
     async def main() -> None:

@@ -251,8 +251,9 @@ class Cluster:
         build_image: bool = False,
         owned: bool = True,
     ) -> Cluster:
-        """Cleans up what dead runs left (any cluster of the same name, and
-        owned clusters whose owner process is gone), then builds the nodes,
+        """Cleans up what dead runs left (any cluster of the same name, owned
+        clusters whose owner process is gone, local bridges that lost their
+        namespaces), then builds the nodes,
         starts the brokers and waits until they answer.
 
         An `owned` cluster belongs to this process: if the process dies
@@ -261,6 +262,9 @@ class Cluster:
         down`."""
         spec.validate()
         reap_orphans(store)
+        if spec.backend == "local":
+            for bridge in local_backend.sweep_stray_bridges():
+                log.warning("removed bridge %s, left without namespaces by a dead run", bridge)
         registry = Registry(store, spec.name)
         if registry.load() is not None:
             cls.attach(spec.name, store).down()

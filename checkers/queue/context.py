@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.spark.timeline import Timeline
+from checkers.queue.timeline import Timeline
 
 TYPES = ("ok", "info", "fail")  # completion types, by code
 OK, INFO, FAIL = 0, 1, 2

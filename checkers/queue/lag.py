@@ -15,7 +15,7 @@ import numpy as np
 
 from checkers.queue.context import PROCESS_SHIFT
 from checkers.queue.key_log import NONE, OK, KeyLog, group_bounds, ranges
-from checkers.spark.timeline import Timeline
+from checkers.queue.timeline import Timeline
 
 NO_TIME = np.iinfo(np.int64).max
 SEGMENT_SHIFT = 1 << 32

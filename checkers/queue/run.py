@@ -26,9 +26,9 @@ from checkers.cycles import edges
 from checkers.queue.check import OUT_SCHEMA, analyse_key
 from checkers.queue.context import Context, build_context, op_stats
 from checkers.queue.lag import KeyLags
+from checkers.queue.timeline import Timeline
 from checkers.spark.frames import NEMESIS
 from checkers.spark.session import release_jvm_heap, release_unused_memory
-from checkers.spark.timeline import Timeline
 from checkers.workloads.finders import FIELDS as WORKLOAD_FIELDS
 
 RESETS_TYPE = pa.list_(pa.struct([("key", pa.int64()), ("from", pa.int64()), ("to", pa.int64())]))

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from checkers.queue.key_log import OK, KeyLog, find
-from checkers.spark.timeline import Timeline
+from checkers.queue.timeline import Timeline
 
 SHOWN = 8
 

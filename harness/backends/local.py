@@ -154,7 +154,13 @@ def create_network(name: str, count: int) -> LocalNames:
         _sh(["ip", "link", "add", names.bridge, "type", "bridge"])
         _sh(["ip", "addr", "add", f"{names.gateway}/24", "dev", names.bridge])
         _sh(["ip", "link", "set", names.bridge, "up"])
-    _sh(["iptables", "-w", "-I", *_forward_rule(names)])
+        _sh(["iptables", "-w", "-I", *_forward_rule(names)])
+        # inside the lock: `sweep_stray_bridges` must never see this bridge without namespaces
+        _add_nodes(names, count)
+    return names
+
+
+def _add_nodes(names: LocalNames, count: int) -> None:
     for i in range(1, count + 1):
         ns, veth, peer = names.netns(i), names.veth(i), names.veth_peer(i)
         _sh(["ip", "netns", "add", ns])
@@ -167,7 +173,6 @@ def create_network(name: str, count: int) -> LocalNames:
         _sh([*inside, "ip", "link", "set", "lo", "up"])
         _sh(["ip", "link", "set", veth, "master", names.bridge])
         _sh(["ip", "link", "set", veth, "up"])
-    return names
 
 
 def namespace_pids(netns: str) -> list[int]:
@@ -195,6 +200,27 @@ def existing_namespaces(names: LocalNames) -> list[str]:
     out = _sh(["ip", "netns", "list"], check=False).out
     prefix = f"jk-{names.tag}-"
     return [line.split()[0] for line in out.splitlines() if line.startswith(prefix)]
+
+
+def sweep_stray_bridges() -> list[str]:
+    """Removes cluster bridges (and their FORWARD rules) that have no
+    namespace left: what a run leaves when it dies inside `destroy_network`,
+    after its store, and so its registry entry, is gone. A bridge with
+    namespaces may belong to a live cluster of another store and is kept.
+    Returns the bridges removed."""
+    with net_lock():
+        out = _sh(["ip", "-o", "link", "show", "type", "bridge"], check=False).out
+        bridges = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines()]
+        removed = []
+        for bridge in bridges:
+            tag = bridge.removeprefix("jkb")
+            if tag == bridge or len(tag) != 6:
+                continue
+            names = LocalNames(tag=tag, bridge=bridge, subnet="")
+            if not existing_namespaces(names):
+                destroy_network(names, 0)
+                removed.append(bridge)
+    return removed
 
 
 def make_nodes(names: LocalNames, count: int, root: str) -> list[Node]:

@@ -56,6 +56,8 @@ def test_cluster_cli_heals_and_removes_a_dead_runs_leftovers(tmp_path: Path) -> 
         assert all(process_state(n) in RUNNING for n in cluster.nodes)
         assert all(iptables.rules(n) == [] for n in cluster.nodes)
         assert Registry(store, name).load()["faults"] == []
+        # brokers do not load the test-only hypothesis that kio would register with
+        assert not any((Path(n.root) / ".hypothesis").exists() for n in cluster.nodes)
 
         # Next start of the same cluster cleans the old one up first.
         tag = cluster.state["tag"]
