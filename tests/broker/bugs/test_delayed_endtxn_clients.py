@@ -24,6 +24,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from harness.cluster import Cluster, ClusterSpec
 from harness.net import iptables
+from nemesis.base import NemesisContext
+from nemesis.roles import KafkaRoles, RoleLookupError
 from tests.nemesis.probes import netns_available
 from workloads.client import ClientConfig, create_topics
 from workloads.keys import topic_partition
@@ -52,32 +54,33 @@ def read_committed(config: ClientConfig, key: int) -> list[bytes]:
     return values
 
 
-@pytest.mark.parametrize("bug", [True, False], ids=["bug", "fixed"])
-def test_a_write_delivered_after_its_abort_is_committed_only_with_the_bug(
-    bug: bool, tmp_path: Path
-) -> None:
-    reason = netns_available()
-    if reason:
-        pytest.skip(reason)
-    spec = ClusterSpec(
-        name=f"de{uuid.uuid4().hex[:8]}", nodes=3, bugs=("delayed-endtxn",) if bug else ()
-    )
-    cluster = Cluster.up(spec, tmp_path)
+def staging_key(roles: KafkaRoles, txn_id: str, timeout: float = 30) -> tuple[int, str]:
+    """A key led by a broker other than the transaction's coordinator, and that
+    leader. Retried, as Kafka's own tests wait for metadata on every broker:
+    CreateTopics returns once the controller has the topics, and the broker a
+    Metadata request reaches may not have replayed them yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            coordinator = roles.coordinator("transaction", txn_id)
+            for key in KEYS:
+                leader = roles.leader(*topic_partition(key))
+                if leader != coordinator:
+                    return key, leader
+            raise RoleLookupError(f"{coordinator} coordinates {txn_id} and leads every key")
+        except RoleLookupError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def abort_across_a_cut(config: ClientConfig, ctx: NemesisContext, key: int, leader: str) -> None:
+    """Commits "before", sends "aborted" while the key's leader is cut off from
+    the clients and aborts it (the heal comes HEAL_AFTER_S after the send),
+    then commits "after"."""
+    topic, partition = topic_partition(key)
+    producer = Producer(config.producer_conf("staged"))
     try:
-        config = ClientConfig(
-            bootstrap=cluster.bootstrap, keys=KEYS, transactional=True, replication_factor=3
-        )
-        create_topics(config)
-        ctx = cluster.nemesis_context(seed=1)
-        txn_id = config.producer_conf("staged")["transactional.id"]
-        coordinator = ctx.roles.coordinator("transaction", txn_id)
-        key, leader = next(
-            (k, ctx.roles.leader(*topic_partition(k)))
-            for k in KEYS
-            if ctx.roles.leader(*topic_partition(k)) != coordinator
-        )
-        topic, partition = topic_partition(key)
-        producer = Producer(config.producer_conf("staged"))
         producer.init_transactions(config.op_timeout_s)
         producer.begin_transaction()  # connects to the leader before the cut
         producer.produce(topic, b"before", partition=partition)
@@ -99,11 +102,34 @@ def test_a_write_delivered_after_its_abort_is_committed_only_with_the_bug(
         producer.begin_transaction()
         producer.produce(topic, b"after", partition=partition)
         producer.commit_transaction(config.op_timeout_s)
+    finally:
         del producer  # no client may reconnect once the cluster is gone
+
+
+@pytest.mark.parametrize("bug", [True, False], ids=["bug", "fixed"])
+def test_a_write_delivered_after_its_abort_is_committed_only_with_the_bug(
+    bug: bool, tmp_path: Path
+) -> None:
+    reason = netns_available()
+    if reason:
+        pytest.skip(reason)
+    spec = ClusterSpec(
+        name=f"de{uuid.uuid4().hex[:8]}", nodes=3, bugs=("delayed-endtxn",) if bug else ()
+    )
+    cluster = Cluster.up(spec, tmp_path)
+    ctx = cluster.nemesis_context(seed=1)
+    try:
+        config = ClientConfig(
+            bootstrap=cluster.bootstrap, keys=KEYS, transactional=True, replication_factor=3
+        )
+        create_topics(config)
+        key, leader = staging_key(ctx.roles, config.producer_conf("staged")["transactional.id"])
+        abort_across_a_cut(config, ctx, key, leader)
         ctx.close()
 
         seen = read_committed(config, key)
         assert b"before" in seen and b"after" in seen, seen
         assert (b"aborted" in seen) is bug, seen
     finally:
+        ctx.close()
         cluster.down()
