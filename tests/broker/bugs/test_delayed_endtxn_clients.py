@@ -125,7 +125,6 @@ def test_a_write_delivered_after_its_abort_is_committed_only_with_the_bug(
         create_topics(config)
         key, leader = staging_key(ctx.roles, config.producer_conf("staged")["transactional.id"])
         abort_across_a_cut(config, ctx, key, leader)
-        ctx.close()
 
         seen = read_committed(config, key)
         assert b"before" in seen and b"after" in seen, seen

@@ -12,7 +12,6 @@ from confluent_kafka import KafkaError, Producer
 
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import (
-    admin,
     create_topic,
     leader_of,
     produce,
@@ -82,6 +81,17 @@ def isr_known_to(address: str, topic: str) -> list[int]:
     return sorted(response.topics[0].partitions[0].isr_nodes)
 
 
+def wait_isr(address: str, topic: str, size: int, timeout: float = 60) -> list[int]:
+    """Partition 0's ISR as the broker at ``address`` has it, once of ``size``
+    (or as it is at the timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        isr = isr_known_to(address, topic)
+        if len(isr) == size or time.monotonic() > deadline:
+            return isr
+        time.sleep(0.2)
+
+
 def test_acks_all_refused_below_min_insync_replicas(
     start_cluster: Callable[..., LocalCluster],
 ) -> None:
@@ -94,22 +104,11 @@ def test_acks_all_refused_below_min_insync_replicas(
     cluster.kill(follower)
     # The leader itself must know the shrunken ISR: one still counting the dead
     # follower appends, and refuses only after (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
-    deadline = time.monotonic() + 30
-    while len(isr_known_to(cluster.nodes[leader].address, "strict")) != 2:
-        assert time.monotonic() < deadline, "the leader never dropped the killed follower"
-        time.sleep(0.2)
+    isr = wait_isr(cluster.nodes[leader].address, "strict", 2, timeout=30)
+    assert len(isr) == 2, "the leader never dropped the killed follower"
     errors = produce(cluster.nodes[leader].address, "strict", {0: ["refused"]}, retries=0)
     assert [e.code() for e in errors] == [KafkaError.NOT_ENOUGH_REPLICAS]
     assert produce(cluster.nodes[leader].address, "strict", {0: ["one"]}, acks=1) == [None]
-
-
-def wait_isr(bootstrap: str, topic: str, size: int, timeout: float = 60) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while True:
-        isr = admin(bootstrap).list_topics(timeout=10).topics[topic].partitions[0].isrs
-        if len(isr) == size or time.monotonic() > deadline:
-            return sorted(isr)
-        time.sleep(0.2)
 
 
 def test_restarted_follower_catches_up_and_rejoins_the_isr(
@@ -129,7 +128,7 @@ def test_restarted_follower_catches_up_and_rejoins_the_isr(
     assert produce(cluster.nodes[leader].address, "rejoin", {0: second}) == [None] * 100
 
     cluster.restart(follower)
-    assert wait_isr(cluster.bootstrap, "rejoin", 3) == [1, 2, 3]
+    assert wait_isr(cluster.nodes[leader].address, "rejoin", 3) == [1, 2, 3]
     # The rejoined follower holds everything: lose the leader and read it all back.
     cluster.kill(leader)
     survivors = ",".join(n.address for n in cluster.nodes.values() if n.node_id != leader)
