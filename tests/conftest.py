@@ -1,1 +1,70 @@
-"""Shared pytest setup: package-specific fixtures live in tests/<package>/conftest.py."""
+"""Shared pytest setup: package-specific fixtures live in tests/<package>/conftest.py.
+
+Every test must close the Kafka clients it makes. A client left open keeps
+its threads reconnecting to brokers that are gone; hundreds of them once
+held a finished run for ten more minutes at exit. So each test fails its
+teardown if it leaves client threads behind, and a session that still has
+some at its end exits at once, after its summary, with a failing status.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.client_threads import Snapshot, client_threads, describe, left_after
+from workloads.handles import Clients
+
+GRACE_S = 2.0  # for handles still being destroyed when the test returns
+EXIT_STATUS = pytest.StashKey[int]()
+
+
+@pytest.fixture(autouse=True)
+def no_client_thread_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails the test's teardown if client threads it started are still alive
+    (set up before and torn down after the test's other function fixtures)."""
+    before = Snapshot.take()
+    yield
+    left = left_after(before, GRACE_S)
+    if left:
+        pytest.fail(
+            f"{request.node.nodeid} left {describe(left)} running {GRACE_S:g} s "
+            "after its teardown: close every client it makes "
+            "(the kafka_clients fixture, workloads.handles.Clients)",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def kafka_clients() -> Iterator[Clients]:
+    """Makes confluent-kafka clients and closes them all after the test,
+    however it ended."""
+    with Clients() as clients:
+        yield clients
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[EXIT_STATUS] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After the summary: with client threads still alive, the interpreter's
+    exit would destroy their handles one by one for minutes, so it is skipped
+    (and the run fails)."""
+    left = client_threads()
+    if not left:
+        return
+    status = config.stash.get(EXIT_STATUS, 0) or pytest.ExitCode.TESTS_FAILED
+    print(
+        f"\nFAILED: {describe(left)} still alive at the end of the session (a test or "
+        f"fixture did not close its clients); exiting now with status {status} instead "
+        "of waiting for them",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    os._exit(status)
