@@ -6,27 +6,27 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import ConfigResource, NewTopic
 
 from broker.launcher import BrokerProcess
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
 
 
 def create(bootstrap: str, name: str, partitions: int = 1, **configs: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
     topic = NewTopic(
         name, partitions, 1, config={k.replace("_", "."): v for k, v in configs.items()}
     )
-    admin.create_topics([topic])[name].result(10)
+    with Clients() as clients:
+        clients.admin({"bootstrap.servers": bootstrap}).create_topics([topic])[name].result(10)
 
 
 def produce(
     bootstrap: str, topic: str, values: list[bytes], **settings: object
 ) -> list[tuple[int, int]]:
     """Produces and returns ``(partition, offset)`` of every acknowledged record."""
-    producer = Producer({"bootstrap.servers": bootstrap, **settings})
     acked: list[tuple[int, int]] = []
     errors: list[object] = []
 
@@ -36,10 +36,12 @@ def produce(
         else:
             errors.append(err)
 
-    for i, value in enumerate(values):
-        producer.produce(topic, value, key=b"%d" % (i % 10), on_delivery=report)
-        producer.poll(0)
-    assert producer.flush(30) == 0
+    with Clients() as clients:
+        producer = clients.producer({"bootstrap.servers": bootstrap, **settings})
+        for i, value in enumerate(values):
+            producer.produce(topic, value, key=b"%d" % (i % 10), on_delivery=report)
+            producer.poll(0)
+        assert producer.flush(30) == 0
     assert errors == []
     return acked
 
@@ -47,25 +49,23 @@ def produce(
 def consume(
     bootstrap: str, topic: str, partitions: int, count: int, **settings: object
 ) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "unused",
-            "enable.auto.commit": False,
-            **settings,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values: list[bytes] = []
     deadline = time.monotonic() + 30
-    try:
+    with Clients() as clients:
+        consumer = clients.consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "unused",
+                "enable.auto.commit": False,
+                **settings,
+            }
+        )
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         while len(values) < count and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
             if msg is not None:
                 assert msg.error() is None, msg.error()
                 values.append(msg.value())
-    finally:
-        consumer.close()
     return values
 
 
@@ -99,25 +99,27 @@ def test_acks_zero_and_one(broker: BrokerProcess) -> None:
     assert len(consume(broker.bootstrap, "acks", 1, 200)) == 200
 
 
-def test_unknown_topic_is_not_auto_created_by_default(broker: BrokerProcess) -> None:
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 3000})
+def test_unknown_topic_is_not_auto_created_by_default(
+    broker: BrokerProcess, kafka_clients: Clients
+) -> None:
+    conf = {"bootstrap.servers": broker.bootstrap}
+    producer = kafka_clients.producer({**conf, "message.timeout.ms": 3000})
     failures: list[object] = []
     producer.produce("missing", b"v", on_delivery=lambda err, _msg: failures.append(err))
     producer.flush(10)
     assert len(failures) == 1 and failures[0] is not None
-    metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
-    assert "missing" not in metadata.topics
+    assert "missing" not in kafka_clients.admin(conf).list_topics(timeout=10).topics
 
 
-def test_auto_create_when_enabled(start_broker) -> None:
+def test_auto_create_when_enabled(start_broker, kafka_clients: Clients) -> None:
     broker = start_broker("auto.create.topics.enable=true", "num.partitions=2")
     produce(broker.bootstrap, "auto", [b"a", b"b"])
-    metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
-    assert len(metadata.topics["auto"].partitions) == 2
+    admin = kafka_clients.admin({"bootstrap.servers": broker.bootstrap})
+    assert len(admin.list_topics(timeout=10).topics["auto"].partitions) == 2
 
 
-def test_admin_create_describe_delete(broker: BrokerProcess) -> None:
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+def test_admin_create_describe_delete(broker: BrokerProcess, kafka_clients: Clients) -> None:
+    admin = kafka_clients.admin({"bootstrap.servers": broker.bootstrap})
     create(broker.bootstrap, "admin", 4, min_insync_replicas="1", cleanup_policy="delete")
     with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):
         admin.create_topics([NewTopic("admin", 1, 1)])["admin"].result(10)
@@ -137,22 +139,21 @@ def test_admin_create_describe_delete(broker: BrokerProcess) -> None:
     assert "admin" not in admin.list_topics(timeout=10).topics
 
 
-def test_list_offsets_earliest_latest_and_by_time(broker: BrokerProcess) -> None:
+def test_list_offsets_earliest_latest_and_by_time(
+    broker: BrokerProcess, kafka_clients: Clients
+) -> None:
     create(broker.bootstrap, "times")
-    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer = kafka_clients.producer({"bootstrap.servers": broker.bootstrap})
     for i in range(10):
         producer.produce("times", b"t%d" % i, timestamp=1_000_000 + i * 1000)
     producer.flush(10)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused"})
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition("times", 0), timeout=10)
-        assert (low, high) == (0, 10)
-        [found] = consumer.offsets_for_times([TopicPartition("times", 0, 1_004_500)], timeout=10)
-        assert found.offset == 5
-        [beyond] = consumer.offsets_for_times([TopicPartition("times", 0, 9_000_000)], timeout=10)
-        assert beyond.offset == -1
-    finally:
-        consumer.close()
+    consumer = kafka_clients.consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused"})
+    low, high = consumer.get_watermark_offsets(TopicPartition("times", 0), timeout=10)
+    assert (low, high) == (0, 10)
+    [found] = consumer.offsets_for_times([TopicPartition("times", 0, 1_004_500)], timeout=10)
+    assert found.offset == 5
+    [beyond] = consumer.offsets_for_times([TopicPartition("times", 0, 9_000_000)], timeout=10)
+    assert beyond.offset == -1
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
@@ -161,30 +162,30 @@ def test_kafka_python_produce_and_consume(broker: BrokerProcess, codec: str) -> 
     from kafka import TopicPartition as KTopicPartition
 
     create(broker.bootstrap, "kp", 2)
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", compression_type=codec)
-    futures = [producer.send("kp", b"kp-%d" % i, partition=i % 2) for i in range(500)]
-    producer.flush(30)
-    offsets = sorted((f.get(10).partition, f.get(10).offset) for f in futures)
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap, acks="all", compression_type=codec
+    ) as producer:
+        futures = [producer.send("kp", b"kp-%d" % i, partition=i % 2) for i in range(500)]
+        producer.flush(30)
+        offsets = sorted((f.get(10).partition, f.get(10).offset) for f in futures)
     assert offsets == sorted([(0, i) for i in range(250)] + [(1, i) for i in range(250)])
-    producer.close()
-    consumer = KafkaConsumer(
-        bootstrap_servers=broker.bootstrap, enable_auto_commit=False, consumer_timeout_ms=10000
-    )
-    consumer.assign([KTopicPartition("kp", 0), KTopicPartition("kp", 1)])
-    consumer.seek_to_beginning()
     values = []
-    for message in consumer:
-        values.append(message.value)
-        if len(values) == 500:
-            break
-    consumer.close()
+    with KafkaConsumer(
+        bootstrap_servers=broker.bootstrap, enable_auto_commit=False, consumer_timeout_ms=10000
+    ) as consumer:
+        consumer.assign([KTopicPartition("kp", 0), KTopicPartition("kp", 1)])
+        consumer.seek_to_beginning()
+        for message in consumer:
+            values.append(message.value)
+            if len(values) == 500:
+                break
     assert sorted(values) == sorted(b"kp-%d" % i for i in range(500))
 
 
-def test_compacted_topic_read_by_a_real_consumer(start_broker) -> None:
+def test_compacted_topic_read_by_a_real_consumer(start_broker, kafka_clients: Clients) -> None:
     broker = start_broker("log.cleaner.backoff.ms=200")
     create(broker.bootstrap, "compact", 1, cleanup_policy="compact", segment_bytes="2048")
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    producer = kafka_clients.producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     expected: dict[bytes, bytes] = {}
     for i in range(300):
         key, value = b"key-%d" % (i % 5), b"value-%03d-" % i + b"c" * 40
@@ -197,17 +198,14 @@ def test_compacted_topic_read_by_a_real_consumer(start_broker) -> None:
         time.sleep(0.2)
         log_text = (broker.data_dir / "broker.log").read_text()
     assert "compacted compact-0" in log_text
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused"})
+    consumer = kafka_clients.consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused"})
     consumer.assign([TopicPartition("compact", 0, 0)])
     seen: dict[bytes, bytes] = {}
     count, last_offset = 0, -1
     deadline = time.monotonic() + 30
-    try:
-        while last_offset < 299 and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                seen[msg.key()] = msg.value()
-                count, last_offset = count + 1, msg.offset()
-    finally:
-        consumer.close()
+    while last_offset < 299 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            seen[msg.key()] = msg.value()
+            count, last_offset = count + 1, msg.offset()
     assert last_offset == 299 and seen == expected and count < 300
