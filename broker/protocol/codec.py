@@ -2,7 +2,9 @@
 
 Requests are read with the header version their API version implies
 (v2 for flexible versions, v1 otherwise), and trailing bytes after the body
-are ignored, because librdkafka sends some. Responses are written with header
+are ignored, because librdkafka sends some. ``frame_guard`` checks every length
+and count first: kio's native reader allocates by them before checking, and an
+allocation it cannot make aborts the process. Responses are written with header
 v1 for flexible versions except ApiVersions, which always uses v0 so that a
 client can read it before knowing what the broker supports.
 
@@ -29,6 +31,8 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
+
+from broker.protocol.frame_guard import check
 
 API_VERSIONS_KEY = 18
 PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -60,9 +64,10 @@ def decode_request(frame: bytes, api_key: int, version: int) -> tuple[str | None
     body_type = request_type(api_key, version)
     header_type = RequestHeaderV2 if body_type.__flexible__ else RequestHeaderV1
     try:
+        check(body_type, frame, check(header_type, frame))
         header, offset = entity_reader(header_type)(frame, 0)
         request, _ = entity_reader(body_type)(frame, offset)
-    except Exception as e:  # kio raises several types for bad bytes
+    except Exception as e:  # the guard's UnsafeFrame, or one of kio's several types
         raise DecodeError(
             f"cannot decode {body_type.__name__} v{version}: {type(e).__name__}: {e}"
         ) from None

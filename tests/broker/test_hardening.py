@@ -186,6 +186,33 @@ def test_client_works_after_fuzzing(shared_broker: BrokerProcess) -> None:
 
 
 @pytest.mark.parametrize(
+    ("api_key", "version", "count"),
+    [
+        (3, 12, bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x0F])),  # compact: 2^32 - 2 topics
+        (3, 4, struct.pack(">i", 2**31 - 1)),  # legacy: 2^31 - 1 topics
+    ],
+)
+def test_an_array_count_asking_for_tens_of_gb_is_refused(
+    start_broker, api_key: int, version: int, count: bytes
+) -> None:
+    """kio 0.6.5's native reader reserved room for the count before reading any
+    element: 34 GB for the compact array, and the failed allocation aborted the
+    broker (SIGABRT). Now the frame is refused like any malformed one."""
+    broker = start_broker()
+    client = WireClient(broker.bootstrap)
+    create_topic(client, "fuzz", 2)
+    flexible = version >= 9
+    header = struct.pack(">hhih", api_key, version, 1, -1) + (b"\0" if flexible else b"")
+    client.send_raw(header + count + b"\0" * 10)
+    with pytest.raises(ConnectionError):
+        client.recv_frame()
+    client.close()
+    assert_healthy(broker)
+    log = (broker.data_dir / "broker.log").read_text()
+    assert f"cannot decode MetadataRequest v{version}: UnsafeFrame: array of" in log
+
+
+@pytest.mark.parametrize(
     "extra",
     [
         ["--set", "segment.bytes=abc"],
