@@ -1,5 +1,8 @@
 """Key/value encoding of internal-topic records: an int16 schema version, then the
-fields in Kafka's layout, written by kio's generic codec.
+fields in Kafka's layout, written by kio's generic codec. Records are read back
+through the frame guard first: only this broker writes internal topics (Produce to
+them is refused), but a replica copies them from its leader, and kio's native
+reader aborts the process on a count it cannot allocate.
 
 The record classes live next to their coordinator (``group/records.py``,
 ``txn/records.py``); they are declared without postponed annotations because kio
@@ -13,6 +16,8 @@ import struct
 from typing import Any, TypeVar, cast
 
 from kio.serial import entity_reader, entity_writer
+
+from broker.protocol.frame_guard import check
 
 T = TypeVar("T")
 
@@ -38,7 +43,8 @@ def decode(entity_type: type[T], data: bytes) -> T:
     """Decodes the fields after the version prefix; the caller chose the type by version."""
     reader: Any = entity_reader(entity_type)
     try:
+        check(entity_type, data, 2)
         entity, _ = reader(data, 2)
-    except Exception as exc:  # kio raises several types for truncated or bad input
+    except Exception as exc:  # the guard's UnsafeFrame, or one of kio's several types
         raise RecordFormatError(f"bad {entity_type.__name__} record: {exc}") from exc
     return cast(T, entity)

@@ -1,7 +1,9 @@
 """A minimal Kafka protocol client for broker-to-broker traffic (Raft messages and
 controller requests): kio entities in, kio entities out, one request at a time per
 connection, reconnecting on demand. A failed request raises ``PeerError``; callers
-retry on their own schedule, as Kafka's inter-broker channels do."""
+retry on their own schedule, as Kafka's inter-broker channels do. Responses pass the
+frame guard before kio's native reader, which aborts the process on a count it
+cannot allocate: whatever listens at a peer's address must not be able to kill us."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
+
+from broker.protocol.frame_guard import check
 
 SIZE = struct.Struct(">i")
 
@@ -47,6 +51,7 @@ def decode_response(frame: bytes, request: Any) -> tuple[int, Any]:
     cls = type(request)
     body_type = load_response_schema(cls.__api_key__, cls.__version__)
     header_type = ResponseHeaderV1 if body_type.__flexible__ else ResponseHeaderV0
+    check(body_type, frame, check(header_type, frame))  # UnsafeFrame is a ValueError
     header, offset = entity_reader(header_type)(frame, 0)
     body, _ = entity_reader(body_type)(frame, offset)
     return header.correlation_id, body

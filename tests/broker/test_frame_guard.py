@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import io
 import random
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -31,9 +32,12 @@ from kio.serial._introspect import (
 from kio.serial._serialize import get_field_writer, get_writer
 from kio.static.constants import EntityType
 
+from broker.coordinator.group.records import GroupMetadataValue, decode_group_value, group_value
+from broker.coordinator.serde import RecordFormatError
 from broker.protocol.codec import DecodeError, decode_request
 from broker.protocol.frame_guard import EMPTY_ELEMENTS, UnsafeFrame, check, read_uvarint
 from broker.protocol.samples import Sampler
+from broker.replication.peer_client import decode_response
 
 SEEDS = range(6)
 REQUESTS = [
@@ -243,3 +247,29 @@ def test_a_tagged_field_fills_exactly_its_size(section: bytes, fits: bool) -> No
     else:
         with pytest.raises(UnsafeFrame):
             check(Tagged, section)
+
+
+def test_a_peer_response_with_a_huge_count_is_refused() -> None:
+    request = load_request_schema(3, 12)(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    # response header v1 (correlation id, no tags), throttle time, brokers: 2^32 - 2
+    frame = struct.pack(">ibi", 1, 0, 0) + bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x0F]) + b"\0" * 8
+    with pytest.raises(UnsafeFrame):  # a ValueError: the connection answers PeerError
+        decode_response(frame, request)
+
+
+def test_an_internal_record_with_a_huge_count_is_a_format_error() -> None:
+    value = GroupMetadataValue(
+        protocol_type="consumer",
+        generation=1,
+        protocol=None,
+        leader=None,
+        current_state_timestamp=0,
+        members=(),
+    )
+    data = bytearray(group_value(value))
+    assert data[-4:] == bytes(4)  # the members count comes last
+    data[-4:] = struct.pack(">i", 2**31 - 1)
+    with pytest.raises(RecordFormatError, match="array of 2147483647"):
+        decode_group_value(bytes(data))
