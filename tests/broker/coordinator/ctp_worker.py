@@ -16,21 +16,31 @@ import sys
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+from workloads.handles import Clients
+
 INPUT, OUTPUT, GROUP, TRANSACTIONAL_ID = "in", "out", "ctp", "ctp-worker"
 PER_TXN = 5
 
 
 def main(bootstrap: str, crash_in_txn: int | None) -> int:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": TRANSACTIONAL_ID})
-    producer.init_transactions(30)  # fences and aborts whatever a crashed run left open
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": GROUP,
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
-    )
+    with Clients() as clients:
+        producer = clients.producer(
+            {"bootstrap.servers": bootstrap, "transactional.id": TRANSACTIONAL_ID}
+        )
+        producer.init_transactions(30)  # fences and aborts whatever a crashed run left open
+        consumer = clients.consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": GROUP,
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            }
+        )
+        return copy(producer, consumer, crash_in_txn)
+
+
+def copy(producer: Producer, consumer: Consumer, crash_in_txn: int | None) -> int:
+    """Copies ``in`` to ``out`` from the committed offsets; 0 once at the input's end."""
     partitions = len(consumer.list_topics(INPUT, 30).topics[INPUT].partitions)
     tps = [TopicPartition(INPUT, p) for p in range(partitions)]
     ends = {tp.partition: consumer.get_watermark_offsets(tp, 30)[1] for tp in tps}
@@ -45,7 +55,6 @@ def main(bootstrap: str, crash_in_txn: int | None) -> int:
     while True:
         positions = {tp.partition: tp.offset for tp in consumer.position(tps)}
         if all(positions[p] >= ends[p] for p in ends):
-            consumer.close()
             return 0
         batch = [m for m in consumer.consume(PER_TXN, 1.0) if m.error() is None]
         if not batch:

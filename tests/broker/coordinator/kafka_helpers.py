@@ -8,19 +8,25 @@ import uuid
 from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
+
+from workloads.handles import Clients
 
 Record = tuple[int, int, bytes]  # partition, offset, value
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
-        future.result(30)
+    with Clients() as clients:
+        admin = clients.admin({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+            future.result(30)
 
 
-def transactional_producer(bootstrap: str, transactional_id: str, **extra: object) -> Producer:
-    producer = Producer(
+def transactional_producer(
+    clients: Clients, bootstrap: str, transactional_id: str, **extra: object
+) -> Producer:
+    """An initialised transactional producer, closed with ``clients``."""
+    producer = clients.producer(
         {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, **extra}
     )
     producer.init_transactions(30)
@@ -38,15 +44,15 @@ def read_all(
 ) -> list[Record]:
     """Every record below the end offset the reader's isolation level allows
     (the high watermark, or the last stable offset for read_committed)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"reader-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-        }
-    )
-    try:
+    with Clients() as clients:
+        consumer = clients.consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"reader-{uuid.uuid4()}",
+                "enable.auto.commit": False,
+                "isolation.level": isolation,
+            }
+        )
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         ends = {tp.partition: consumer.get_watermark_offsets(tp, 30)[1] for tp in tps}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -60,8 +66,6 @@ def read_all(
             if message is not None and message.error() is None:
                 out.append((message.partition(), message.offset(), message.value()))
         raise AssertionError(f"did not reach {ends} within {timeout}s; read {len(out)} records")
-    finally:
-        consumer.close()
 
 
 def values_of(records: list[Record]) -> list[str]:

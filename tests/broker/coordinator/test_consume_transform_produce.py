@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
 from broker.launcher import BrokerProcess
 from tests.broker.coordinator.kafka_helpers import create_topic, read_all, values_of
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration, pytest.mark.slow]
 WORKER = Path(__file__).with_name("ctp_worker.py")
@@ -21,11 +21,13 @@ def run_worker(bootstrap: str, *args: str) -> int:
     return subprocess.run([sys.executable, str(WORKER), bootstrap, *args], timeout=120).returncode
 
 
-def test_crash_mid_transaction_leaves_no_duplicate(coord_broker: BrokerProcess) -> None:
+def test_crash_mid_transaction_leaves_no_duplicate(
+    coord_broker: BrokerProcess, kafka_clients: Clients
+) -> None:
     bs = coord_broker.bootstrap
     create_topic(bs, "in", 2)
     create_topic(bs, "out", 2)
-    producer = Producer({"bootstrap.servers": bs})
+    producer = kafka_clients.producer({"bootstrap.servers": bs})
     for i, value in enumerate(INPUTS):
         producer.produce("in", value=value.encode(), partition=i % 2)
     assert producer.flush(30) == 0

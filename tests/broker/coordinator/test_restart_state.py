@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, Producer
 from kio.schema.errors import ErrorCode
 
 from broker.launcher import BrokerProcess
@@ -21,12 +20,13 @@ from tests.broker.coordinator.kafka_helpers import (
     values_of,
 )
 from tests.broker.wire import WireClient, create_topic
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration, pytest.mark.slow]
 
 
 def test_sigkill_keeps_transactions_producer_ids_and_offsets(
-    start_broker: Callable[..., BrokerProcess],
+    start_broker: Callable[..., BrokerProcess], kafka_clients: Clients
 ) -> None:
     broker = start_broker(*COORDINATOR_SETTINGS)
     client = WireClient(broker.bootstrap)
@@ -43,7 +43,7 @@ def test_sigkill_keeps_transactions_producer_ids_and_offsets(
     assert w.wait_for_stable_offset(client, "txg", "r") == 11
     client.close()
 
-    producer = transactional_producer(broker.bootstrap, "open-tx")
+    producer = transactional_producer(kafka_clients, broker.bootstrap, "open-tx")
     producer.begin_transaction()
     produce_values(producer, "r", ["kept"], 1)
     producer.commit_transaction(30)
@@ -65,7 +65,8 @@ def test_sigkill_keeps_transactions_producer_ids_and_offsets(
     finally:
         client.close()
 
-    successor = transactional_producer(broker.bootstrap, "open-tx")  # fences and aborts "open"
+    # fences and aborts "open"
+    successor = transactional_producer(kafka_clients, broker.bootstrap, "open-tx")
     successor.begin_transaction()
     produce_values(successor, "r", ["next"], 1)
     successor.commit_transaction(30)
@@ -78,7 +79,7 @@ def test_sigkill_keeps_transactions_producer_ids_and_offsets(
 
 
 def test_a_stable_group_carries_on_across_a_broker_crash(
-    start_broker: Callable[..., BrokerProcess],
+    start_broker: Callable[..., BrokerProcess], kafka_clients: Clients
 ) -> None:
     broker = start_broker(*COORDINATOR_SETTINGS)
     bs = broker.bootstrap
@@ -89,35 +90,32 @@ def test_a_stable_group_carries_on_across_a_broker_crash(
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
     }
-    consumers = [Consumer(config) for _ in range(2)]
-    try:
-        for consumer in consumers:
-            consumer.subscribe(["live"])
-        kafka_helpers.poll_until(
-            consumers, lambda: all(len(c.assignment()) == 2 for c in consumers), []
-        )
-        first = [f"f{i}" for i in range(20)]
-        send(bs, "live", first)
-        seen: list[str] = []
-        kafka_helpers.poll_until(consumers, lambda: len(seen) >= 20, seen)
-        for consumer in consumers:
-            consumer.commit(asynchronous=False)
+    consumers = [kafka_clients.consumer(config) for _ in range(2)]
+    for consumer in consumers:
+        consumer.subscribe(["live"])
+    kafka_helpers.poll_until(
+        consumers, lambda: all(len(c.assignment()) == 2 for c in consumers), []
+    )
+    first = [f"f{i}" for i in range(20)]
+    send(bs, "live", first)
+    seen: list[str] = []
+    kafka_helpers.poll_until(consumers, lambda: len(seen) >= 20, seen)
+    for consumer in consumers:
+        consumer.commit(asynchronous=False)
 
-        broker.kill()
-        broker.start()  # same port; the group comes back Stable from __consumer_offsets
-        second = [f"s{i}" for i in range(20)]
-        send(bs, "live", second)
-        after: list[str] = []
-        kafka_helpers.poll_until(consumers, lambda: len(after) >= 20, after)
-        assert sorted(seen) == sorted(first)
-        assert sorted(after) == sorted(second)  # nothing committed was read again
-    finally:
-        for consumer in consumers:
-            consumer.close()
+    broker.kill()
+    broker.start()  # same port; the group comes back Stable from __consumer_offsets
+    second = [f"s{i}" for i in range(20)]
+    send(bs, "live", second)
+    after: list[str] = []
+    kafka_helpers.poll_until(consumers, lambda: len(after) >= 20, after)
+    assert sorted(seen) == sorted(first)
+    assert sorted(after) == sorted(second)  # nothing committed was read again
 
 
 def send(bootstrap: str, topic: str, values: list[str]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i, value in enumerate(values):
-        producer.produce(topic, value=value.encode(), partition=i % 4)
-    assert producer.flush(30) == 0
+    with Clients() as clients:
+        producer = clients.producer({"bootstrap.servers": bootstrap})
+        for i, value in enumerate(values):
+            producer.produce(topic, value=value.encode(), partition=i % 4)
+        assert producer.flush(30) == 0

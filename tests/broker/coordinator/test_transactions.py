@@ -16,14 +16,17 @@ from tests.broker.coordinator.kafka_helpers import (
     transactional_producer,
     values_of,
 )
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
 
 
-def test_commit_and_abort_across_partitions(coord_broker: BrokerProcess) -> None:
+def test_commit_and_abort_across_partitions(
+    coord_broker: BrokerProcess, kafka_clients: Clients
+) -> None:
     bs = coord_broker.bootstrap
     create_topic(bs, "tx", 3)
-    producer = transactional_producer(bs, "tx-commit-abort")
+    producer = transactional_producer(kafka_clients, bs, "tx-commit-abort")
     batches = [("c", 9, True), ("a", 9, False), ("d", 6, True), ("e", 3, False)]
     for prefix, count, commit in batches:
         producer.begin_transaction()
@@ -46,13 +49,15 @@ def test_commit_and_abort_across_partitions(coord_broker: BrokerProcess) -> None
         assert seen == sorted(seen, key=lambda v: (v[:1], int(v[1:])))
 
 
-def test_a_second_producer_fences_the_first(coord_broker: BrokerProcess) -> None:
+def test_a_second_producer_fences_the_first(
+    coord_broker: BrokerProcess, kafka_clients: Clients
+) -> None:
     bs = coord_broker.bootstrap
     create_topic(bs, "fence", 2)
-    zombie = transactional_producer(bs, "tx-fence")
+    zombie = transactional_producer(kafka_clients, bs, "tx-fence")
     zombie.begin_transaction()
     produce_values(zombie, "fence", ["z0", "z1"], 2)
-    successor = transactional_producer(bs, "tx-fence")  # bumps the epoch, aborts z*
+    successor = transactional_producer(kafka_clients, bs, "tx-fence")  # bumps the epoch, aborts z*
     successor.begin_transaction()
     produce_values(successor, "fence", ["s0", "s1", "s2"], 2)
     successor.commit_transaction(30)
@@ -63,10 +68,14 @@ def test_a_second_producer_fences_the_first(coord_broker: BrokerProcess) -> None
     assert sorted(values_of(read_all(bs, "fence", 2, "read_committed"))) == ["s0", "s1", "s2"]
 
 
-def test_an_expired_transaction_is_aborted_by_the_coordinator(coord_broker: BrokerProcess) -> None:
+def test_an_expired_transaction_is_aborted_by_the_coordinator(
+    coord_broker: BrokerProcess, kafka_clients: Clients
+) -> None:
     bs = coord_broker.bootstrap
     create_topic(bs, "expire", 1)
-    slow = transactional_producer(bs, "tx-expire", **{"transaction.timeout.ms": 1000})
+    slow = transactional_producer(
+        kafka_clients, bs, "tx-expire", **{"transaction.timeout.ms": 1000}
+    )
     slow.begin_transaction()
     produce_values(slow, "expire", ["late0", "late1"], 1)
     # The open transaction pins the last stable offset until the coordinator aborts it.
@@ -74,7 +83,7 @@ def test_an_expired_transaction_is_aborted_by_the_coordinator(coord_broker: Brok
     assert read_all(bs, "expire", 1, "read_committed") == []
     with pytest.raises(KafkaException):
         slow.commit_transaction(30)
-    fresh = transactional_producer(bs, "tx-expire")
+    fresh = transactional_producer(kafka_clients, bs, "tx-expire")
     fresh.begin_transaction()
     produce_values(fresh, "expire", ["ok"], 1)
     fresh.commit_transaction(30)
