@@ -6,6 +6,7 @@ from typing import Any
 
 from broker.api.registry import RequestContext, api
 from broker.config import topic_config
+from broker.controller.replication_control import EXCESSIVE_BATCH, excessive_batch
 from broker.errors import ErrorCode, KafkaError
 from broker.server.topics import check_topic_name
 
@@ -15,6 +16,12 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
     if ctx.broker.cluster is not None and not request.validate_only:
         return await ctx.broker.cluster.forward_create_topics(request)
     manager = ctx.broker.replica_manager
+    default = manager.config["num.partitions"]
+    partitions = [t.num_partitions if t.num_partitions > 0 else default for t in request.topics]
+    if excessive_batch(partitions):  # every topic refused, as Kafka's controller does
+        error = {"error_code": ErrorCode.policy_violation, "error_message": EXCESSIVE_BATCH}
+        refused = {"num_partitions": -1, "replication_factor": -1, "configs": [], **error}
+        return {"throttle_time": 0, "topics": [{"name": t.name, **refused} for t in request.topics]}
     results = []
     for wanted in request.topics:
         configs = {c.name: c.value for c in wanted.configs}

@@ -36,6 +36,18 @@ from broker.metadata.records import (
 UNCLEAN = "unclean.leader.election.enable"
 MIN_ISR = "min.insync.replicas"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+# Kafka's controller refuses an operation that would write more records than this
+# (QuorumController's MAX_RECORDS_PER_USER_OP) with POLICY_VIOLATION: a CreateTopics
+# asking for 2^31 - 1 partitions would otherwise build that many assignments first and
+# exhaust the memory of the process.
+MAX_RECORDS_PER_USER_OP = 10_000
+EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
+
+
+def excessive_batch(partition_counts: list[int]) -> bool:
+    """Whether creating topics of these partition counts takes too many records
+    (a topic record and one per partition)."""
+    return sum(1 + n for n in partition_counts) > MAX_RECORDS_PER_USER_OP
 
 
 def assign_replicas(
@@ -75,15 +87,20 @@ class ReplicationControlManager:
         results = []
         brokers = image.unfenced_brokers()
         seen: set[str] = set()
+        errors = []
         for topic in topics:
-            error = self._validate_topic(image, topic, brokers, seen)
+            errors.append(self._validate_topic(image, topic, brokers, seen))
             seen.add(topic.name)
+        valid = [t for t, error in zip(topics, errors, strict=True) if error is None]
+        if excessive_batch([self._partitions(t) for t in valid]):  # all refused, as in Kafka
+            policy = ErrorCode.policy_violation
+            refused = [CreatableTopicResult(t.name, policy, EXCESSIVE_BATCH) for t in topics]
+            return ControllerResult([], refused)
+        for topic, error in zip(topics, errors, strict=True):
             if error is not None:
                 results.append(CreatableTopicResult(topic.name, error[0], error[1]))
                 continue
-            partitions = (
-                topic.num_partitions if topic.num_partitions > 0 else self.config.default_partitions
-            )
+            partitions = self._partitions(topic)
             rf = self._replication_factor(topic, brokers)
             topic_id = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
             records.append(TopicRecord(topic.name, topic_id))
@@ -99,6 +116,9 @@ class ReplicationControlManager:
                 CreatableTopicResult(topic.name, ErrorCode.none, None, topic_id, partitions, rf)
             )
         return ControllerResult(records, results)
+
+    def _partitions(self, topic: CreatableTopic) -> int:
+        return topic.num_partitions if topic.num_partitions > 0 else self.config.default_partitions
 
     def _placement_rng(self, topic_name: str) -> random.Random:
         seed = self.config.placement_seed

@@ -212,6 +212,22 @@ def test_an_array_count_asking_for_tens_of_gb_is_refused(
     assert f"cannot decode MetadataRequest v{version}: UnsafeFrame: array of" in log
 
 
+def test_a_topic_of_two_billion_partitions_is_refused_not_built(
+    shared_broker: BrokerProcess,
+) -> None:
+    """The broker built one assignment per requested partition before anything else
+    (a fuzzed CreateTopics took 37 s to fail with MemoryError under a 4 GB limit, and
+    would take the whole machine's memory without one); now Kafka's limit of 10,000
+    records an operation refuses it at once."""
+    client = WireClient(shared_broker.bootstrap)
+    try:
+        topic = create_topic(client, "huge", 2**31 - 1)
+    finally:
+        client.close()
+    assert topic.error_code == ErrorCode.policy_violation
+    assert_healthy(shared_broker)
+
+
 @pytest.mark.parametrize(
     "extra",
     [

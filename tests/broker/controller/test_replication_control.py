@@ -80,6 +80,21 @@ def test_create_topics_assigns_and_reports_errors() -> None:
     assert again.response[0].error_code is ErrorCode.topic_already_exists  # type: ignore[index]
 
 
+def test_a_request_for_too_many_partitions_is_refused_whole() -> None:
+    """2^31 - 1 partitions would be built one assignment at a time until memory ran
+    out; Kafka's controller refuses more than 10,000 records an operation."""
+    image = cluster_image([1, 2, 3])
+    result = manager().create_topics(
+        image, [CreatableTopic("fine", 3, 1), CreatableTopic("huge", 2**31 - 1, 1)]
+    )
+    assert result.records == []
+    assert [(r.error_code, r.error_message) for r in result.response] == [  # type: ignore[attr-defined]
+        (ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")
+    ] * 2
+    fits = manager().create_topics(image, [CreatableTopic("fits", 9_999, 1)])
+    assert fits.response[0].error_code is ErrorCode.none  # type: ignore[index]
+
+
 def test_a_placement_seed_places_a_topic_the_same_on_any_controller() -> None:
     def placement(rng_seed: int, name: str, **config: object) -> list[tuple[int, ...]]:
         mgr = ReplicationControlManager(ControllerConfig(**config), random.Random(rng_seed))  # type: ignore[arg-type]
