@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
+
+from workloads.handles import Clients
 
 
-def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+@contextmanager
+def admin(bootstrap: str) -> Iterator[AdminClient]:
+    """An admin client, destroyed when the block ends."""
+    with Clients() as clients:
+        yield clients.admin({"bootstrap.servers": bootstrap})
+
+
+def metadata(bootstrap: str, topic: str | None = None) -> ClusterMetadata:
+    """A Metadata response: every topic's, or ``topic``'s only."""
+    with admin(bootstrap) as client:
+        return client.list_topics(topic, timeout=10)
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, rf: int, **configs: str) -> None:
@@ -19,22 +31,22 @@ def create_topic(bootstrap: str, name: str, partitions: int, rf: int, **configs:
     for each partition: CreateTopics answers once the controller committed it, and
     each broker applies that metadata a moment later, as in Kafka."""
     topic = NewTopic(name, partitions, rf, config=dict(configs))
-    client = admin(bootstrap)  # kept alive until the result is in
-    client.create_topics([topic], operation_timeout=30)[name].result(60)
+    with admin(bootstrap) as client:
+        client.create_topics([topic], operation_timeout=30)[name].result(60)
     for address in bootstrap.split(","):
         leaders(address, name, partitions)
 
 
 def leaders(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30) -> list[int]:
     """The leader of each partition of ``topic`` once the metadata names one for all."""
-    client = admin(bootstrap)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        meta = client.list_topics(topic, timeout=10).topics.get(topic)
-        ready = meta is not None and not meta.error and len(meta.partitions) == partitions
-        if ready and all(p.leader >= 0 for p in meta.partitions.values()):
-            return [meta.partitions[p].leader for p in range(partitions)]
-        time.sleep(0.1)
+    with admin(bootstrap) as client:
+        while time.monotonic() < deadline:
+            meta = client.list_topics(topic, timeout=10).topics.get(topic)
+            ready = meta is not None and not meta.error and len(meta.partitions) == partitions
+            if ready and all(p.leader >= 0 for p in meta.partitions.values()):
+                return [meta.partitions[p].leader for p in range(partitions)]
+            time.sleep(0.1)
     raise AssertionError(f"no leaders for {topic} in {bootstrap}'s metadata after {timeout} s")
 
 
@@ -45,31 +57,32 @@ def leader_of(bootstrap: str, topic: str) -> int:
 
 def produce(bootstrap: str, topic: str, values: dict[int, list[str]], **conf: Any) -> list[Any]:
     """Sends ``values`` per partition; returns the delivery errors (None when acked)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **conf})
     outcomes: list[Any] = []
-    for partition, items in values.items():
-        for value in items:
-            producer.produce(
-                topic,
-                value=value,
-                partition=partition,
-                on_delivery=lambda e, _m: outcomes.append(e),
-            )
-    assert producer.flush(60) == 0
+    with Clients() as clients:
+        producer = clients.producer({"bootstrap.servers": bootstrap, "acks": "all", **conf})
+        for partition, items in values.items():
+            for value in items:
+                producer.produce(
+                    topic,
+                    value=value,
+                    partition=partition,
+                    on_delivery=lambda e, _m: outcomes.append(e),
+                )
+        assert producer.flush(60) == 0
     return outcomes
 
 
 def read_partition(
     bootstrap: str, topic: str, partition: int, expect: int, timeout: float = 30
 ) -> list[str]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
-         "enable.auto.commit": False}
-    )  # fmt: skip
-    consumer.assign([TopicPartition(topic, partition, 0)])
     values: list[str] = []
     deadline = time.monotonic() + timeout
-    try:
+    with Clients() as clients:
+        consumer = clients.consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
+             "enable.auto.commit": False}
+        )  # fmt: skip
+        consumer.assign([TopicPartition(topic, partition, 0)])
         while len(values) < expect and time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is None:
@@ -78,14 +91,12 @@ def read_partition(
                 continue
             if not message.error():
                 values.append(message.value().decode())
-    finally:
-        consumer.close()
     return values
 
 
 def partition_state(bootstrap: str, topic: str) -> tuple[int, list[int]]:
     """Partition 0's (leader, sorted ISR), from a Metadata request."""
-    partition = admin(bootstrap).list_topics(topic, timeout=10).topics[topic].partitions[0]
+    partition = metadata(bootstrap, topic).topics[topic].partitions[0]
     return partition.leader, sorted(partition.isrs)
 
 

@@ -8,23 +8,23 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer
 
 from broker.replication.local_cluster import LocalCluster
-from tests.broker.cluster.clients import admin, create_topic, produce, read_partition
+from tests.broker.cluster.clients import admin, create_topic, metadata, produce, read_partition
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 
 
 def test_three_nodes_serve_clients_with_spread_leaders(
-    start_cluster: Callable[..., LocalCluster],
+    start_cluster: Callable[..., LocalCluster], kafka_clients: Clients
 ) -> None:
     cluster = start_cluster()
     create_topic(cluster.bootstrap, "spread", 6, 3)
-    metadata = admin(cluster.bootstrap).list_topics(timeout=10)
-    assert sorted(metadata.brokers) == [1, 2, 3]
-    assert metadata.controller_id in (1, 2, 3)
-    partitions = metadata.topics["spread"].partitions.values()
+    spread = metadata(cluster.bootstrap)
+    assert sorted(spread.brokers) == [1, 2, 3]
+    assert spread.controller_id in (1, 2, 3)
+    partitions = spread.topics["spread"].partitions.values()
     assert all(sorted(p.replicas) == [1, 2, 3] for p in partitions)
     assert all(p.leader == p.replicas[0] for p in partitions)
     assert len({p.leader for p in partitions}) == 3
@@ -38,7 +38,7 @@ def test_three_nodes_serve_clients_with_spread_leaders(
 
     # A consumer group: its coordinator is the leader of an internal partition,
     # wherever that is.
-    consumer = Consumer(
+    consumer = kafka_clients.consumer(
         {"bootstrap.servers": cluster.bootstrap, "group.id": "g", "auto.offset.reset": "earliest"}
     )
     consumer.subscribe(["spread"])
@@ -49,7 +49,6 @@ def test_three_nodes_serve_clients_with_spread_leaders(
         if message is not None and not message.error():
             seen += 1
     consumer.commit(asynchronous=False)
-    consumer.close()
     assert seen == 120
 
 
@@ -58,21 +57,21 @@ def test_controller_failover_while_topics_are_created(
 ) -> None:
     cluster = start_cluster(settings=("broker.session.timeout.ms=3000",))
     create_topic(cluster.bootstrap, "before", 3, 3)
-    old = admin(cluster.bootstrap).list_topics(timeout=10).controller_id
+    old = metadata(cluster.bootstrap).controller_id
     cluster.kill(old)
     survivors = ",".join(n.address for n in cluster.nodes.values() if n.node_id != old)
 
     deadline = time.monotonic() + 30
-    metadata = admin(survivors).list_topics(timeout=10)
-    while (metadata.controller_id in (old, -1) or old in metadata.brokers) and (
+    after = metadata(survivors)
+    while (after.controller_id in (old, -1) or old in after.brokers) and (
         time.monotonic() < deadline
     ):
         time.sleep(0.2)
-        metadata = admin(survivors).list_topics(timeout=10)
-    assert metadata.controller_id not in (old, -1)
-    assert sorted(metadata.brokers) == sorted(set(cluster.nodes) - {old})
+        after = metadata(survivors)
+    assert after.controller_id not in (old, -1)
+    assert sorted(after.brokers) == sorted(set(cluster.nodes) - {old})
     # The dead broker led a partition of "before": it has a new leader from the ISR.
-    assert all(p.leader not in (old, -1) for p in metadata.topics["before"].partitions.values())
+    assert all(p.leader not in (old, -1) for p in after.topics["before"].partitions.values())
 
     create_topic(survivors, "after", 2, 2)
     values = {0: ["a", "b"], 1: ["c"]}
@@ -86,11 +85,11 @@ def test_deleted_topic_disappears_from_every_node(
     cluster = start_cluster()
     create_topic(cluster.bootstrap, "doomed", 3, 3)
     assert list(cluster.root.glob("n*/doomed-*"))  # replicas on disk
-    client = admin(cluster.bootstrap)
-    client.delete_topics(["doomed"], operation_timeout=30)["doomed"].result(60)
+    with admin(cluster.bootstrap) as client:
+        client.delete_topics(["doomed"], operation_timeout=30)["doomed"].result(60)
     deadline = time.monotonic() + 30
     for node in cluster.nodes.values():
-        while "doomed" in admin(node.address).list_topics(timeout=10).topics:
+        while "doomed" in metadata(node.address).topics:
             assert time.monotonic() < deadline, f"node {node.node_id} still lists the topic"
             time.sleep(0.2)
     assert not list(cluster.root.glob("n*/doomed-*"))

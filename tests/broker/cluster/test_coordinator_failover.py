@@ -9,38 +9,37 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import admin, create_topic, produce
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 
 
 def consume(bootstrap: str, count: int, timeout: float = 60) -> list[str]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "cg", "auto.offset.reset": "earliest",
-         "enable.auto.commit": False}
-    )  # fmt: skip
-    consumer.subscribe(["work"])
     values: list[str] = []
     deadline = time.monotonic() + timeout
-    try:
+    with Clients() as clients:
+        consumer = clients.consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "cg", "auto.offset.reset": "earliest",
+             "enable.auto.commit": False}
+        )  # fmt: skip
+        consumer.subscribe(["work"])
         while len(values) < count and time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is not None and not message.error():
                 values.append(message.value().decode())
         if values:
             consumer.commit(asynchronous=False)
-    finally:
-        consumer.close()
     return values
 
 
 def coordinator_of(bootstrap: str) -> int:
-    client = admin(bootstrap)
-    futures = client.describe_consumer_groups(["cg"], request_timeout=10)
-    return futures["cg"].result(30).coordinator.id
+    with admin(bootstrap) as client:
+        futures = client.describe_consumer_groups(["cg"], request_timeout=10)
+        return futures["cg"].result(30).coordinator.id
 
 
 def test_committed_offsets_survive_the_coordinator_sigkill(
@@ -65,9 +64,9 @@ def test_committed_offsets_survive_the_coordinator_sigkill(
             pass
         assert time.monotonic() < deadline, "no new coordinator"
         time.sleep(0.3)
-    client = admin(survivors)
     request = ConsumerGroupTopicPartitions("cg", [TopicPartition("work", p) for p in range(3)])
-    offsets = client.list_consumer_group_offsets([request])["cg"].result(30)
+    with admin(survivors) as client:
+        offsets = client.list_consumer_group_offsets([request])["cg"].result(30)
     assert sorted(tp.offset for tp in offsets.topic_partitions) == [10, 10, 10]
 
     second = {p: [f"b{p}"] for p in range(3)}

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError
 
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import (
@@ -18,6 +18,7 @@ from tests.broker.cluster.clients import (
     read_partition,
 )
 from tests.broker.wire import WireClient
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 FAST_FENCING = ("broker.session.timeout.ms=2000",)
@@ -33,20 +34,23 @@ def test_leader_sigkill_under_acks_all_load_loses_no_acknowledged_record(
     stop = threading.Event()
 
     def load() -> None:
-        producer = Producer(
-            {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
-             "linger.ms": 5, "message.timeout.ms": 30000}
-        )  # fmt: skip
-        i = 0
-        while not stop.is_set():
-            producer.produce(
-                "load",
-                value=str(i),
-                on_delivery=lambda e, m: acked.append(m.value().decode()) if e is None else None,
-            )
-            producer.poll(0.002)
-            i += 1
-        producer.flush(60)
+        with Clients() as clients:
+            producer = clients.producer(
+                {"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                 "enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 30000}
+            )  # fmt: skip
+            i = 0
+            while not stop.is_set():
+                producer.produce(
+                    "load",
+                    value=str(i),
+                    on_delivery=lambda e, m: (
+                        acked.append(m.value().decode()) if e is None else None
+                    ),
+                )
+                producer.poll(0.002)
+                i += 1
+            producer.flush(60)
 
     worker = threading.Thread(target=load)
     worker.start()

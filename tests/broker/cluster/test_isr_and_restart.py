@@ -15,7 +15,13 @@ import pytest
 from broker.log.hw_checkpoint import CHECKPOINT_NAME
 from broker.log.leader_epoch_cache import CHECKPOINT_NAME as EPOCHS
 from broker.replication.local_cluster import LocalCluster
-from tests.broker.cluster.clients import admin, create_topic, leader_of, produce, read_partition
+from tests.broker.cluster.clients import (
+    create_topic,
+    leader_of,
+    metadata,
+    produce,
+    read_partition,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 #: fencing cannot explain an ISR shrink within this test: only the lag can
@@ -23,7 +29,7 @@ LAGGING = ("replica.lag.time.max.ms=1500", "broker.session.timeout.ms=60000")
 
 
 def isr_of(bootstrap: str, topic: str) -> set[int]:
-    return set(admin(bootstrap).list_topics(topic, timeout=10).topics[topic].partitions[0].isrs)
+    return set(metadata(bootstrap, topic).topics[topic].partitions[0].isrs)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
@@ -41,7 +47,7 @@ def test_a_paused_follower_leaves_the_isr_by_lag_and_returns_after_catching_up(
     create_topic(cluster.bootstrap, "lag", 1, 3, **{"min.insync.replicas": "2"})
     assert produce(cluster.bootstrap, "lag", {0: ["before"]}) == [None]
     leader = leader_of(cluster.bootstrap, "lag")
-    controller = admin(cluster.bootstrap).list_topics(timeout=10).controller_id
+    controller = metadata(cluster.bootstrap).controller_id
     followers = [n for n in cluster.nodes if n != leader]
     paused = next((n for n in followers if n != controller), followers[0])
     live = ",".join(n.address for i, n in cluster.nodes.items() if i != paused)
@@ -52,7 +58,7 @@ def test_a_paused_follower_leaves_the_isr_by_lag_and_returns_after_catching_up(
         assert outcome == [None]
         # the leader's shrink is committed; the other live broker applies it a moment later
         wait_for(lambda: paused not in isr_of(live, "lag"), "the ISR shrink is visible", 5)
-        brokers = {b.id for b in admin(live).list_topics(timeout=10).brokers.values()}
+        brokers = {b.id for b in metadata(live).brokers.values()}
         assert paused in brokers, "the follower was fenced, not shrunk out for lag"
     finally:
         cluster.nodes[paused].resume()

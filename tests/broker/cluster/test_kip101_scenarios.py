@@ -56,8 +56,8 @@ from broker.replication.local_cluster import LocalCluster
 from nemesis.disk import truncation_plan
 from tests.broker.batches import read_values
 from tests.broker.cluster.clients import (
-    admin,
     create_topic,
+    metadata,
     produce,
     read_partition,
     wait_state,
@@ -80,9 +80,9 @@ def topic_off_the_controller(cluster: LocalCluster, **configs: str) -> tuple[str
     for attempt in range(10):
         name = f"kip101-{attempt}"
         create_topic(cluster.bootstrap, name, 1, 2, **configs)
-        metadata = admin(cluster.bootstrap).list_topics(name, timeout=10)
-        partition = metadata.topics[name].partitions[0]
-        if metadata.controller_id not in partition.replicas:
+        answer = metadata(cluster.bootstrap, name)
+        partition = answer.topics[name].partitions[0]
+        if answer.controller_id not in partition.replicas:
             follower = next(r for r in partition.replicas if r != partition.leader)
             return name, [partition.leader, follower]
     raise AssertionError("every topic got a replica on the active controller")

@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka.admin import AdminClient
 from kio.schema.errors import ErrorCode
 
 from broker.controller.requests import ControllerConfig
 from broker.replication.local_cluster import LocalCluster
+from tests.broker.cluster.clients import admin
 from tests.broker.coordinator.wire_calls import init_producer_id
 from tests.broker.wire import WireClient
 
@@ -42,8 +42,8 @@ def new_ids(address: str, count: int = PER_NODE) -> list[int]:
 
 
 def active_controller(bootstrap: str) -> int:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    return admin.describe_cluster(request_timeout=10).result(30).controller.id
+    with admin(bootstrap) as client:
+        return client.describe_cluster(request_timeout=10).result(30).controller.id
 
 
 def test_no_two_nodes_hand_out_the_same_producer_id(

@@ -13,11 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer, TopicPartition
 
 from broker.coordinator.partitioning import partition_for
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import create_topic, leaders
+from workloads.handles import Clients, close_producer
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 
@@ -43,8 +44,8 @@ class Outcomes:
     committed_after_kill: int = 0
 
 
-def new_producer(bootstrap: str, txn_id: str) -> Producer:
-    producer = Producer(
+def new_producer(clients: Clients, bootstrap: str, txn_id: str) -> Producer:
+    producer = clients.producer(
         {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "acks": "all",
          "transaction.timeout.ms": 10000, "message.timeout.ms": 10000}
     )  # fmt: skip
@@ -57,7 +58,19 @@ def run_producer(
 ) -> None:
     """Transactions writing one value to every partition, until ``stop``; each ends
     committed, aborted, or unknown (the producer is then replaced, which fences it)."""
-    producer = new_producer(bootstrap, txn_id)
+    with Clients() as clients:
+        transact(clients, bootstrap, txn_id, killed, stop, out)
+
+
+def transact(
+    clients: Clients,
+    bootstrap: str,
+    txn_id: str,
+    killed: threading.Event,
+    stop: threading.Event,
+    out: Outcomes,
+) -> None:
+    producer = new_producer(clients, bootstrap, txn_id)
     n = 0
     while not stop.is_set():
         value = f"{txn_id}/{n}"
@@ -78,7 +91,8 @@ def run_producer(
                 except KafkaException:
                     pass
             out.unknown.add(value)
-            producer = new_producer(bootstrap, txn_id)
+            close_producer(producer)
+            producer = new_producer(clients, bootstrap, txn_id)
             continue
         out.committed.add(value)
         if after_kill:
@@ -86,15 +100,15 @@ def run_producer(
 
 
 def read_committed(bootstrap: str, ends: list[int]) -> dict[int, list[str]]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "verify", "isolation.level":
-         "read_committed", "enable.auto.commit": False, "enable.partition.eof": True}
-    )  # fmt: skip
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
     seen: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
     done: set[int] = set()
     deadline = time.monotonic() + 60
-    try:
+    with Clients() as clients:
+        consumer = clients.consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "verify", "isolation.level":
+             "read_committed", "enable.auto.commit": False, "enable.partition.eof": True}
+        )  # fmt: skip
+        consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
         while len(done) < PARTITIONS and time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is None:
@@ -105,21 +119,17 @@ def read_committed(bootstrap: str, ends: list[int]) -> dict[int, list[str]]:
                     done.add(message.partition())
                 continue
             seen[message.partition()].append(message.value().decode())
-    finally:
-        consumer.close()
     assert len(done) == PARTITIONS, f"read_committed stalled: {done} of {PARTITIONS} caught up"
     return seen
 
 
 def high_watermarks(bootstrap: str) -> list[int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "marks"})
-    try:
+    with Clients() as clients:
+        consumer = clients.consumer({"bootstrap.servers": bootstrap, "group.id": "marks"})
         return [
             consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
             for p in range(PARTITIONS)
         ]
-    finally:
-        consumer.close()
 
 
 def test_transactions_stay_atomic_when_the_coordinator_is_sigkilled(

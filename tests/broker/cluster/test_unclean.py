@@ -12,8 +12,8 @@ import pytest
 
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import (
-    admin,
     create_topic,
+    metadata,
     partition_state,
     produce,
     read_partition,
@@ -34,10 +34,10 @@ def test_partition_stays_offline_without_an_in_sync_replica(
     )
     create_topic(cluster.bootstrap, "precious", 1, 2)
     assert produce(cluster.bootstrap, "precious", {0: ["a"]}) == [None]
-    metadata = admin(cluster.bootstrap).list_topics(timeout=10).topics["precious"].partitions[0]
-    leader = metadata.leader
-    (follower,) = [r for r in metadata.replicas if r != leader]
-    bystanders = [n for n in cluster.nodes if n not in metadata.replicas]
+    partition = metadata(cluster.bootstrap).topics["precious"].partitions[0]
+    leader = partition.leader
+    (follower,) = [r for r in partition.replicas if r != leader]
+    bystanders = [n for n in cluster.nodes if n not in partition.replicas]
     live = ",".join(cluster.nodes[n].address for n in bystanders)
 
     cluster.kill(follower)
