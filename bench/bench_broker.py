@@ -14,18 +14,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from broker.launcher import BrokerProcess
+from workloads.handles import Clients
 
 VALUE = b"v" * 100
 PARTITIONS = 3
 
 
 def create_topic(bootstrap: str, name: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(30)
+    with Clients() as clients:
+        admin = clients.admin({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(30)
 
 
 def produce(bootstrap: str, topic: str, count: int, variant: str, txn_size: int) -> float:
@@ -37,48 +39,47 @@ def produce(bootstrap: str, topic: str, count: int, variant: str, txn_size: int)
         settings.update({"acks": "all", "enable.idempotence": True})
     else:
         settings.update({"transactional.id": f"bench-{topic}"})
-    producer = Producer(settings)
-    if variant == "transactional":
-        producer.init_transactions(30)
-    start = time.perf_counter()
-    for i in range(count):
-        if variant == "transactional" and i % txn_size == 0:
-            if i:
-                producer.commit_transaction(30)
-            producer.begin_transaction()
-        while True:
-            try:
-                producer.produce(topic, VALUE, partition=i % PARTITIONS)
-                break
-            except BufferError:
-                producer.poll(0.01)
-    if variant == "transactional":
-        producer.commit_transaction(60)
-    if producer.flush(120):
-        raise RuntimeError("messages left unacknowledged")
-    return count / (time.perf_counter() - start)
+    with Clients() as clients:
+        producer = clients.producer(settings)
+        if variant == "transactional":
+            producer.init_transactions(30)
+        start = time.perf_counter()
+        for i in range(count):
+            if variant == "transactional" and i % txn_size == 0:
+                if i:
+                    producer.commit_transaction(30)
+                producer.begin_transaction()
+            while True:
+                try:
+                    producer.produce(topic, VALUE, partition=i % PARTITIONS)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+        if variant == "transactional":
+            producer.commit_transaction(60)
+        if producer.flush(120):
+            raise RuntimeError("messages left unacknowledged")
+        return count / (time.perf_counter() - start)
 
 
 def consume(bootstrap: str, topic: str, count: int, isolation: str) -> float:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    got = 0
-    start = time.perf_counter()
-    deadline = start + 120
-    try:
+    with Clients() as clients:
+        consumer = clients.consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "bench",
+                "enable.auto.commit": False,
+                "isolation.level": isolation,
+            }
+        )
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        got = 0
+        start = time.perf_counter()
+        deadline = start + 120
         while got < count and time.perf_counter() < deadline:
             for msg in consumer.consume(10_000, 1.0):
                 if msg.error() is None:
                     got += 1
-    finally:
-        consumer.close()
     if got < count:
         raise RuntimeError(f"consumed only {got} of {count}")
     return count / (time.perf_counter() - start)
@@ -93,30 +94,31 @@ def latency(
     delivery report (``Message.latency()``), so Python's polling adds nothing;
     the loop sleeps between sends to leave the CPU to the broker.
     """
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": linger_ms,
-        }
-    )
     latencies: list[float] = []
 
     def report(err: object, msg: object) -> None:
         if err is None:
             latencies.append(msg.latency())
 
-    producer.produce(topic, VALUE)
-    producer.flush(30)  # connection and producer id set up outside the measurement
-    start = time.perf_counter()
-    for i in range(int(rate * seconds)):
-        delay = start + i / rate - time.perf_counter()
-        if delay > 0:
-            time.sleep(delay)
-        producer.produce(topic, VALUE, on_delivery=report)
-        producer.poll(0)
-    producer.flush(30)
+    with Clients() as clients:
+        producer = clients.producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": linger_ms,
+            }
+        )
+        producer.produce(topic, VALUE)
+        producer.flush(30)  # connection and producer id set up outside the measurement
+        start = time.perf_counter()
+        for i in range(int(rate * seconds)):
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            producer.produce(topic, VALUE, on_delivery=report)
+            producer.poll(0)
+        producer.flush(30)
     quantiles = statistics.quantiles(latencies, n=100)
     return quantiles[49] * 1000, quantiles[98] * 1000
 

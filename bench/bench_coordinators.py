@@ -15,39 +15,42 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from broker.launcher import BrokerProcess
+from workloads.handles import Clients
 
 PARTITIONS = 3
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    with Clients() as clients:
+        admin = clients.admin({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
 
 
 def small_transactions(bootstrap: str, count: int) -> tuple[float, float, float]:
     """Returns transactions/s and commit latency p50, p99 in ms."""
     create_topic(bootstrap, "bench-txn", PARTITIONS)
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "bench-small"})
-    producer.init_transactions(30)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-txn-group"})
-    metadata = consumer.consumer_group_metadata()
     commits: list[float] = []
-    start = time.perf_counter()
-    for i in range(count):
-        producer.begin_transaction()
-        for partition in range(PARTITIONS):
-            producer.produce("bench-txn", b"v" * 100, partition=partition)
-        offsets = [TopicPartition("bench-txn", p, i + 1) for p in range(PARTITIONS)]
-        producer.send_offsets_to_transaction(offsets, metadata, 30)
-        committing = time.perf_counter()
-        producer.commit_transaction(30)
-        commits.append(time.perf_counter() - committing)
-    rate = count / (time.perf_counter() - start)
-    consumer.close()
+    with Clients() as clients:
+        conf = {"bootstrap.servers": bootstrap}
+        producer = clients.producer({**conf, "transactional.id": "bench-small"})
+        producer.init_transactions(30)
+        consumer = clients.consumer({**conf, "group.id": "bench-txn-group"})
+        metadata = consumer.consumer_group_metadata()
+        start = time.perf_counter()
+        for i in range(count):
+            producer.begin_transaction()
+            for partition in range(PARTITIONS):
+                producer.produce("bench-txn", b"v" * 100, partition=partition)
+            offsets = [TopicPartition("bench-txn", p, i + 1) for p in range(PARTITIONS)]
+            producer.send_offsets_to_transaction(offsets, metadata, 30)
+            committing = time.perf_counter()
+            producer.commit_transaction(30)
+            commits.append(time.perf_counter() - committing)
+        rate = count / (time.perf_counter() - start)
     quantiles = statistics.quantiles(commits, n=100)
     return rate, quantiles[49] * 1000, quantiles[98] * 1000
 
@@ -56,14 +59,14 @@ def group_settle_time(bootstrap: str, members: int) -> float:
     """Seconds from the first subscribe until every partition is assigned."""
     topic = f"bench-group-{members}"
     create_topic(bootstrap, topic, members * 2)
-    consumers = [
-        Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{members}"})
-        for _ in range(members)
-    ]
-    start = time.perf_counter()
-    for consumer in consumers:
-        consumer.subscribe([topic])
-    try:
+    with Clients() as clients:
+        consumers = [
+            clients.consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{members}"})
+            for _ in range(members)
+        ]
+        start = time.perf_counter()
+        for consumer in consumers:
+            consumer.subscribe([topic])
         while time.perf_counter() - start < 120:
             for consumer in consumers:
                 consumer.poll(0.01)
@@ -71,9 +74,6 @@ def group_settle_time(bootstrap: str, members: int) -> float:
             if all(n == 2 for n in owned):
                 return time.perf_counter() - start
         raise RuntimeError("group did not settle within 120 s")
-    finally:
-        for consumer in consumers:
-            consumer.close()
 
 
 def main() -> int:

@@ -16,66 +16,73 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import ClusterMetadata, NewTopic
 
 from broker.replication.local_cluster import LocalCluster
+from workloads.handles import Clients
 
 VALUE = b"v" * 100
 SETTINGS = ["offsets.topic.num.partitions=3", "transaction.state.log.num.partitions=3"]
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 3, config={"min.insync.replicas": "2"})])[
-        name
-    ].result(60)
+    topic = NewTopic(name, partitions, 3, config={"min.insync.replicas": "2"})
+    with Clients() as clients:
+        admin = clients.admin({"bootstrap.servers": bootstrap})
+        admin.create_topics([topic])[name].result(60)
+
+
+def metadata(bootstrap: str) -> ClusterMetadata:
+    """Every topic's metadata, from an admin client used once."""
+    with Clients() as clients:
+        return clients.admin({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
 
 
 def leader_of(bootstrap: str, topic: str) -> int:
-    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
-    return metadata.topics[topic].partitions[0].leader
+    return metadata(bootstrap).topics[topic].partitions[0].leader
 
 
 def throughput(bootstrap: str, count: int) -> float:
     create_topic(bootstrap, "throughput", 3)
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-         "linger.ms": 5, "batch.num.messages": 10000}
-    )  # fmt: skip
-    start = time.perf_counter()
-    for i in range(count):
-        while True:
-            try:
-                producer.produce("throughput", VALUE, partition=i % 3)
-                break
-            except BufferError:
-                producer.poll(0.01)
-    assert producer.flush(120) == 0
-    return count / (time.perf_counter() - start)
+    with Clients() as clients:
+        producer = clients.producer(
+            {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+             "linger.ms": 5, "batch.num.messages": 10000}
+        )  # fmt: skip
+        start = time.perf_counter()
+        for i in range(count):
+            while True:
+                try:
+                    producer.produce("throughput", VALUE, partition=i % 3)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+        assert producer.flush(120) == 0
+        return count / (time.perf_counter() - start)
 
 
 def one_failover(cluster: LocalCluster, topic: str) -> float:
     """Seconds from SIGKILL of the leader to the first acks=all write acknowledged."""
     leader = leader_of(cluster.bootstrap, topic)
     survivors = ",".join(n.address for n in cluster.nodes.values() if n.node_id != leader)
-    producer = Producer(
-        {"bootstrap.servers": survivors, "acks": "all", "linger.ms": 0,
-         "retry.backoff.ms": 20, "retry.backoff.max.ms": 50,
-         "topic.metadata.refresh.interval.ms": 100}
-    )  # fmt: skip
-    producer.list_topics(topic, timeout=10)
-    killed = time.perf_counter()
-    cluster.kill(leader)
     outcome: list[object] = []
-    while True:
-        outcome.clear()
-        producer.produce(topic, VALUE, partition=0, on_delivery=lambda e, _m: outcome.append(e))
-        producer.flush(30)
-        if outcome and outcome[0] is None:
-            elapsed = time.perf_counter() - killed
-            break
-        time.sleep(0.01)
+    with Clients() as clients:
+        producer = clients.producer(
+            {"bootstrap.servers": survivors, "acks": "all", "linger.ms": 0,
+             "retry.backoff.ms": 20, "retry.backoff.max.ms": 50,
+             "topic.metadata.refresh.interval.ms": 100}
+        )  # fmt: skip
+        producer.list_topics(topic, timeout=10)
+        killed = time.perf_counter()
+        cluster.kill(leader)
+        while True:
+            outcome.clear()
+            producer.produce(topic, VALUE, partition=0, on_delivery=lambda e, _m: outcome.append(e))
+            producer.flush(30)
+            if outcome and outcome[0] is None:
+                elapsed = time.perf_counter() - killed
+                break
+            time.sleep(0.01)
     cluster.restart(leader)
     return elapsed
 
@@ -83,8 +90,7 @@ def one_failover(cluster: LocalCluster, topic: str) -> float:
 def wait_full_isr(bootstrap: str, topic: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
-        known = metadata.topics.get(topic)
+        known = metadata(bootstrap).topics.get(topic)
         if known is not None and len(known.partitions[0].isrs) == 3:
             return
         time.sleep(0.2)

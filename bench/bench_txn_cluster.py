@@ -17,10 +17,11 @@ import time
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from broker.coordinator.partitioning import partition_for
 from broker.replication.local_cluster import LocalCluster
+from workloads.handles import Clients, close_producer
 
 TOPIC = "bench-txn"
 PARTITIONS = 3
@@ -34,7 +35,8 @@ SETTINGS = [
 
 def coordinator_of(bootstrap: str, txn_id: str) -> int:
     """The leader of the transactional id's ``__transaction_state`` partition."""
-    topic = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    with Clients() as clients:
+        topic = clients.admin({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
     partition = partition_for(txn_id, TXN_STATE_PARTITIONS)
     return topic["__transaction_state"].partitions[partition].leader
 
@@ -48,18 +50,21 @@ def commit_one(producer: Producer, value: bytes) -> None:
 
 def small_transactions(bootstrap: str, count: int) -> tuple[float, float, float]:
     """Returns transactions/s and commit latency p50, p99 in ms."""
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "bench-rate"})
-    producer.init_transactions(30)
     commits: list[float] = []
-    start = time.perf_counter()
-    for _ in range(count):
-        producer.begin_transaction()
-        for partition in range(PARTITIONS):
-            producer.produce(TOPIC, b"v" * 100, partition=partition)
-        committing = time.perf_counter()
-        producer.commit_transaction(30)
-        commits.append(time.perf_counter() - committing)
-    rate = count / (time.perf_counter() - start)
+    with Clients() as clients:
+        producer = clients.producer(
+            {"bootstrap.servers": bootstrap, "transactional.id": "bench-rate"}
+        )
+        producer.init_transactions(30)
+        start = time.perf_counter()
+        for _ in range(count):
+            producer.begin_transaction()
+            for partition in range(PARTITIONS):
+                producer.produce(TOPIC, b"v" * 100, partition=partition)
+            committing = time.perf_counter()
+            producer.commit_transaction(30)
+            commits.append(time.perf_counter() - committing)
+        rate = count / (time.perf_counter() - start)
     quantiles = statistics.quantiles(commits, n=100)
     return rate, quantiles[49] * 1000, quantiles[98] * 1000
 
@@ -67,28 +72,30 @@ def small_transactions(bootstrap: str, count: int) -> tuple[float, float, float]
 def coordinator_failover(cluster: LocalCluster, trial: int) -> float:
     """Seconds from SIGKILL of the coordinator's node to the next commit."""
     txn_id = f"bench-failover-{trial}"
-    producer = Producer(
-        {"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id,
-         "transaction.timeout.ms": 10000}
-    )  # fmt: skip
-    producer.init_transactions(30)
-    commit_one(producer, b"before")
-    victim = coordinator_of(cluster.bootstrap, txn_id)
-    cluster.kill(victim)
-    killed = time.perf_counter()
-    while True:
-        try:
-            commit_one(producer, b"after")
-            break
-        except KafkaException as exc:
-            if exc.args[0].txn_requires_abort():
-                producer.abort_transaction(30)
-            elif not exc.args[0].retriable():
-                producer = Producer(
-                    {"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id}
-                )
-                producer.init_transactions(30)
-    elapsed = time.perf_counter() - killed
+    with Clients() as clients:
+        producer = clients.producer(
+            {"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id,
+             "transaction.timeout.ms": 10000}
+        )  # fmt: skip
+        producer.init_transactions(30)
+        commit_one(producer, b"before")
+        victim = coordinator_of(cluster.bootstrap, txn_id)
+        cluster.kill(victim)
+        killed = time.perf_counter()
+        while True:
+            try:
+                commit_one(producer, b"after")
+                break
+            except KafkaException as exc:
+                if exc.args[0].txn_requires_abort():
+                    producer.abort_transaction(30)
+                elif not exc.args[0].retriable():
+                    close_producer(producer)
+                    producer = clients.producer(
+                        {"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id}
+                    )
+                    producer.init_transactions(30)
+        elapsed = time.perf_counter() - killed
     cluster.restart(victim)
     return elapsed
 
@@ -105,9 +112,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         cluster = LocalCluster(Path(root), 3, SETTINGS).start()
         try:
-            admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
             topic = NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})
-            admin.create_topics([topic])[TOPIC].result(30)
+            with Clients() as clients:
+                admin = clients.admin({"bootstrap.servers": cluster.bootstrap})
+                admin.create_topics([topic])[TOPIC].result(30)
             time.sleep(1)  # every node applies the new topic's metadata
             rate, p50, p99 = small_transactions(cluster.bootstrap, args.transactions)
             print(
