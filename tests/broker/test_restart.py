@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
 from broker.launcher import BrokerProcess
@@ -18,6 +17,7 @@ from broker.log.ledger import LEDGER_NAME, read_ledger
 from tests.broker.batches import make_batch, read_values
 from tests.broker.test_clients import consume, create
 from tests.broker.wire import WireClient, create_topic, produce
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration, pytest.mark.slow]
 
@@ -34,13 +34,13 @@ def lose_unfsynced(data_dir: Path) -> None:
 
 @pytest.mark.parametrize("power_loss", [False, True])
 def test_sigkill_under_idempotent_load_loses_and_duplicates_nothing(
-    start_broker, power_loss: bool
+    start_broker, kafka_clients: Clients, power_loss: bool
 ) -> None:
     broker: BrokerProcess = start_broker("flush.messages=1", "segment.bytes=65536")
     create(broker.bootstrap, "crash", 2)
     acked: list[tuple[int, int, bytes]] = []
     failed: list[object] = []
-    producer = Producer(
+    producer = kafka_clients.producer(
         {
             "bootstrap.servers": broker.bootstrap,
             "enable.idempotence": True,

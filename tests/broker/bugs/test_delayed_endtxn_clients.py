@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from harness.cluster import Cluster, ClusterSpec
 from harness.net import iptables
@@ -28,6 +28,7 @@ from nemesis.base import NemesisContext
 from nemesis.roles import KafkaRoles, RoleLookupError
 from tests.nemesis.probes import netns_available
 from workloads.client import ClientConfig, create_topics
+from workloads.handles import Clients
 from workloads.keys import topic_partition
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.integration, pytest.mark.broker]
@@ -38,19 +39,17 @@ HEAL_AFTER_S = 5.0
 
 def read_committed(config: ClientConfig, key: int) -> list[bytes]:
     """Every value a read_committed consumer sees on the key, to the end."""
-    consumer = Consumer({**config.consumer_conf(), "group.id": f"g-{uuid.uuid4().hex}"})
     topic, partition = topic_partition(key)
-    consumer.assign([TopicPartition(topic, partition, 0)])
     values: list[bytes] = []
-    quiet_until = time.monotonic() + 3
-    try:
+    with Clients() as clients:
+        consumer = clients.consumer({**config.consumer_conf(), "group.id": f"g-{uuid.uuid4().hex}"})
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        quiet_until = time.monotonic() + 3
         while time.monotonic() < quiet_until:
             msg = consumer.poll(0.2)
             if msg is not None and not msg.error():
                 values.append(msg.value())
                 quiet_until = time.monotonic() + 3
-    finally:
-        consumer.close()
     return values
 
 
@@ -79,8 +78,8 @@ def abort_across_a_cut(config: ClientConfig, ctx: NemesisContext, key: int, lead
     the clients and aborts it (the heal comes HEAL_AFTER_S after the send),
     then commits "after"."""
     topic, partition = topic_partition(key)
-    producer = Producer(config.producer_conf("staged"))
-    try:
+    with Clients() as clients:  # no client may reconnect once the cluster is gone
+        producer = clients.producer(config.producer_conf("staged"))
         producer.init_transactions(config.op_timeout_s)
         producer.begin_transaction()  # connects to the leader before the cut
         producer.produce(topic, b"before", partition=partition)
@@ -102,8 +101,6 @@ def abort_across_a_cut(config: ClientConfig, ctx: NemesisContext, key: int, lead
         producer.begin_transaction()
         producer.produce(topic, b"after", partition=partition)
         producer.commit_transaction(config.op_timeout_s)
-    finally:
-        del producer  # no client may reconnect once the cluster is gone
 
 
 @pytest.mark.parametrize("bug", [True, False], ids=["bug", "fixed"])

@@ -8,24 +8,26 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
 from broker.launcher import BrokerProcess
 from tests.broker.batches import read_values
 from tests.broker.bugs.fetching import fetch
 from tests.broker.wire import WireClient, create_topic
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
 
 
 @pytest.mark.parametrize("bug", [True, False], ids=["lso-off-by-one", "correct"])
 def test_read_committed_fetch_of_an_open_transaction(
-    start_buggy: Callable[[list[str]], BrokerProcess], bug: bool
+    start_buggy: Callable[[list[str]], BrokerProcess], kafka_clients: Clients, bug: bool
 ) -> None:
     broker = start_buggy(["lso-off-by-one"] if bug else [])
     client = WireClient(broker.bootstrap)
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "lso"})
+    producer = kafka_clients.producer(
+        {"bootstrap.servers": broker.bootstrap, "transactional.id": "lso"}
+    )
     try:
         assert create_topic(client, "lso").error_code == ErrorCode.none
         producer.init_transactions(30)
