@@ -17,8 +17,10 @@ in the bytes left at each element's minimum size, except elements that encode to
 no bytes at all (an empty non-flexible struct; no Kafka schema has an array of
 them today): those cost kio a pointer and an object each but no frame bytes, so
 their count is capped at ``EMPTY_ELEMENTS`` instead. A tagged field's value must
-fill exactly the size its header gives. Values are not checked (UTF-8, enum codes,
-booleans): kio raises ordinary exceptions for those.
+fill exactly the size its header gives. An array the schema does not let be null
+must not be: kio reads any array as nullable and would hand a handler ``None``
+where Kafka's own readers refuse the frame. Values are not checked (UTF-8, enum
+codes, booleans): kio raises ordinary exceptions for those.
 
 Each type is compiled once into closures (``functools.cache``); runs of fixed-size
 fields are skipped with one addition, and arrays of fixed-size elements in O(1).
@@ -71,7 +73,8 @@ EMPTY_ELEMENTS = 1 << 16  # kio then allocates 512 KiB of pointers, not 2^35 x 8
 
 
 class UnsafeFrame(ValueError):
-    """Bytes whose lengths or counts do not fit the frame; kio must not read them."""
+    """Bytes whose lengths or counts do not fit the frame (or a null array the schema
+    forbids); kio must not read them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +158,7 @@ def primitive_shape(kafka_type: str, flexible: bool) -> Shape:
 
 
 # -- arrays ------------------------------------------------------------------------------
-def _array(element: Shape, compact: bool) -> Shape:
+def _array(element: Shape, compact: bool, nullable: bool) -> Shape:
     size, walk = element.size, element.walk  # walk is None whenever size is 0
 
     def array(buf: bytes, pos: int, end: int) -> int:
@@ -174,6 +177,8 @@ def _array(element: Shape, compact: bool) -> Shape:
             if count < -1:
                 raise _too_long("array", count, pos, end)
         if count <= 0:
+            if count < 0 and not nullable:
+                raise UnsafeFrame(f"null for a non-nullable array at byte {pos}")
             return pos
         if count * size > end - pos or (count > EMPTY_ELEMENTS and not size):
             raise _too_long("array", count, pos, end)
@@ -220,7 +225,7 @@ def field_shape(entity_type: type, field: dataclasses.Field, flexible: bool) -> 
     else:
         inner = primitive_shape(get_schema_field_type(field), flexible)
     if isinstance(kind, EntityTupleField | PrimitiveTupleField):
-        return _array(inner, flexible)
+        return _array(inner, flexible, is_optional(field))
     return inner
 
 

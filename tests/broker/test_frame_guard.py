@@ -4,16 +4,14 @@ length or count inflated past the bytes left is refused with DecodeError before
 kio's native reader (which would abort the process on the allocation) sees it.
 
 Where the lengths are is worked out independently of the guard, from the sizes
-kio's own writer gives each field."""
+kio's own writer gives each field (``broker.protocol.samples.length_spots``)."""
 
 import contextlib
 import dataclasses
-import io
 import random
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 from kio.index import load_request_schema
@@ -21,22 +19,13 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.serial import entity_writer
-from kio.serial._introspect import (
-    EntityField,
-    EntityTupleField,
-    classify_field,
-    get_field_tag,
-    get_schema_field_type,
-    is_optional,
-)
-from kio.serial._serialize import get_field_writer, get_writer
 from kio.static.constants import EntityType
 
 from broker.coordinator.group.records import GroupMetadataValue, decode_group_value, group_value
 from broker.coordinator.serde import RecordFormatError
 from broker.protocol.codec import DecodeError, decode_request
-from broker.protocol.frame_guard import EMPTY_ELEMENTS, UnsafeFrame, check, read_uvarint
-from broker.protocol.samples import Sampler
+from broker.protocol.frame_guard import EMPTY_ELEMENTS, UnsafeFrame, check
+from broker.protocol.samples import Sampler, Spot, encoded, request_frame, rewrite_length
 from broker.replication.peer_client import decode_response
 
 SEEDS = range(6)
@@ -46,99 +35,23 @@ REQUESTS = [
     for version, entities in schema_name_map[name].items()
     if EntityType.request in entities
 ]
-UVARINT, INT16, INT32 = "uvarint", "int16", "int32"
-MAXIMUM = {UVARINT: (1 << 35) - 1, INT16: (1 << 15) - 1, INT32: (1 << 31) - 1}  # as kio reads
-Spot = tuple[int, str]  # offset of a length or count, and its encoding
-
-
-def encoded(writer: Callable[[io.BytesIO, Any], None], value: Any) -> bytes:
-    buf = io.BytesIO()
-    writer(buf, value)
-    return buf.getvalue()
-
-
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    return bytes([*out, value])
-
-
-def shifted(spots: list[Spot], by: int) -> list[Spot]:
-    return [(at + by, kind) for at, kind in spots]
-
-
-def scalar_spots(kafka_type: str, flexible: bool) -> list[Spot]:
-    if kafka_type == "string":
-        return [(0, UVARINT if flexible else INT16)]
-    if kafka_type in ("bytes", "records"):
-        return [(0, UVARINT if flexible else INT32)]
-    return []
-
-
-def field_spots(field: dataclasses.Field, value: Any, flexible: bool, header: bool) -> list[Spot]:
-    if header and field.name == "client_id":
-        return [(0, INT16)]
-    kind = classify_field(field)
-    if isinstance(kind, EntityField):
-        if not is_optional(field):
-            return entity_spots(kind.type_, value)
-        return [] if value is None else shifted(entity_spots(kind.type_, value), 1)
-    if not kind.is_array:
-        return scalar_spots(get_schema_field_type(field), flexible)
-    spots = [(0, UVARINT if flexible else INT32)]
-    if value is None:
-        return spots
-    at = len(uvarint(len(value) + 1)) if flexible else 4
-    for item in value:
-        if isinstance(kind, EntityTupleField):
-            spots += shifted(entity_spots(kind.type_, item), at)
-            at += len(encoded(entity_writer(kind.type_), item))
-        else:
-            kafka_type = get_schema_field_type(field)
-            spots += shifted(scalar_spots(kafka_type, flexible), at)
-            at += len(encoded(get_writer(kafka_type, flexible, False), item))
-    return spots
-
-
-def entity_spots(entity_type: type, entity: Any) -> list[Spot]:
-    """Every length and count kio's writer put in ``entity``'s encoding."""
-    flexible = entity_type.__flexible__
-    header = entity_type.__name__ == "RequestHeader"
-    spots: list[Spot] = []
-    at = 0
-    tagged = {}
-    for field in dataclasses.fields(entity_type):
-        tag = get_field_tag(field)
-        if tag is not None:
-            tagged[tag] = field
-            continue
-        value = getattr(entity, field.name)
-        spots += shifted(field_spots(field, value, flexible, header), at)
-        at += len(encoded(get_field_writer(field, flexible, header, False), value))
-    if flexible:  # the tagged fields section, read back from the writer's output
-        data = encoded(entity_writer(entity_type), entity)
-        spots.append((at, UVARINT))
-        count, at = read_uvarint(data, at, len(data))
-        for _ in range(count):
-            tag, at = read_uvarint(data, at, len(data))
-            spots.append((at, UVARINT))
-            size, at = read_uvarint(data, at, len(data))
-            field = tagged[tag]
-            spots += shifted(field_spots(field, getattr(entity, field.name), True, False), at)
-            at += size
-    return spots
 
 
 def sample_frame(api_key: int, version: int, seed: int) -> tuple[bytes, list[Spot]]:
-    body_type = load_request_schema(api_key, version)
-    header_type = HeaderV2 if body_type.__flexible__ else HeaderV1
     sampler = Sampler(random.Random(seed), strings=("", "topic", "ü" * 40), records=b"\x01" * 70)
-    header, body = sampler.entity(header_type), sampler.entity(body_type)
-    head = encoded(entity_writer(header_type), header)
-    spots = entity_spots(header_type, header) + shifted(entity_spots(body_type, body), len(head))
-    return head + encoded(entity_writer(body_type), body), spots
+    return request_frame(sampler, api_key, version)
+
+
+def past_the_end(_: int, left: int) -> int:
+    return left + 2  # a compact length is the length + 1
+
+
+def largest(_: int, __: int) -> int:
+    return 1 << 40  # clamped to the most the spot's encoding holds
+
+
+def one_less(old: int, _: int) -> int:
+    return old - 1
 
 
 def guard(frame: bytes, api_key: int, version: int) -> int:
@@ -164,18 +77,6 @@ def assert_refused(frame: bytes, api_key: int, version: int) -> None:
         pytest.fail(f"decode_request accepted {frame.hex()}")
 
 
-def rewritten(frame: bytes, spot: Spot, value: Callable[[int, int], int]) -> bytes:
-    """``frame`` with the length at ``spot`` set to ``value(old, bytes after it)``."""
-    at, kind = spot
-    if kind == UVARINT:
-        old, after = read_uvarint(frame, at, len(frame))
-        return frame[:at] + uvarint(value(old, len(frame) - after)) + frame[after:]
-    width = 2 if kind == INT16 else 4
-    old = int.from_bytes(frame[at : at + width], "big", signed=True)
-    new = value(old, len(frame) - at - width).to_bytes(width, "big", signed=True)
-    return frame[:at] + new + frame[at + width :]
-
-
 @pytest.mark.parametrize(("api_key", "version"), REQUESTS)
 def test_every_request_schema(api_key: int, version: int) -> None:
     for seed in SEEDS:
@@ -185,13 +86,11 @@ def test_every_request_schema(api_key: int, version: int) -> None:
         for cut in range(len(frame)):
             assert_refused(frame[:cut], api_key, version)
         for spot in spots:
-            maximum = MAXIMUM[spot[1]]
-            assert_refused(rewritten(frame, spot, lambda _, left: left + 2), api_key, version)
-            assert_refused(rewritten(frame, spot, lambda _, left, m=maximum: m), api_key, version)
-            # one byte shorter may still parse, read differently: DecodeError or a request
-            shorter = rewritten(frame, spot, lambda old, _: max(old - 1, 0))
+            assert_refused(rewrite_length(frame, spot, past_the_end), api_key, version)
+            assert_refused(rewrite_length(frame, spot, largest), api_key, version)
+            # one less may still parse, read differently: DecodeError or a request
             with contextlib.suppress(DecodeError):
-                decode_request(shorter, api_key, version)
+                decode_request(rewrite_length(frame, spot, one_less), api_key, version)
 
 
 def test_the_metadata_frame_that_aborted_kio_is_refused() -> None:
@@ -204,6 +103,16 @@ def test_the_metadata_frame_that_aborted_kio_is_refused() -> None:
         check(load_request_schema(3, 12), body)
     with pytest.raises(DecodeError):
         decode_request(head + body, 3, 12)
+
+
+def test_a_null_array_only_where_the_schema_allows_one() -> None:
+    """kio reads any array as nullable; Kafka refuses null for a non-nullable one, and
+    handlers iterating it raised TypeError (found by the fuzz campaign)."""
+    all_topics = bytes([0, 0, 0, 0])  # Metadata v12: topics null (all), flags, no tags
+    assert check(load_request_schema(3, 12), all_topics) == 4
+    no_topic_data = struct.pack(">bhib", 0, -1, 1000, 0) + b"\0"  # Produce v9, topic_data null
+    with pytest.raises(UnsafeFrame, match="null for a non-nullable array"):
+        check(load_request_schema(0, 9), no_topic_data)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
