@@ -49,6 +49,11 @@ def _requested(ctx: RequestContext, request: Any) -> list[str | uuid.UUID] | Non
     """Requested topic names (or ids); ``None`` means all topics."""
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
         return None
+    if ctx.api_version < 12 and any(t.name is None for t in request.topics):
+        # topic ids alone arrive from v12; v10 and v11 answer with names that cannot be null
+        raise KafkaError(
+            ErrorCode.invalid_request, f"topic name can not be null for version {ctx.api_version}"
+        )
     return [t.name if t.name is not None else t.topic_id for t in request.topics]
 
 

@@ -8,6 +8,7 @@ import socket
 import struct
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,13 @@ def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPr
         yield broker
     finally:
         broker.kill()
+
+
+NO_AUTO_CREATE = {
+    "allow_auto_topic_creation": False,
+    "include_cluster_authorized_operations": False,
+    "include_topic_authorized_operations": False,
+}
 
 
 def valid_frames(bootstrap: str) -> list[bytes]:
@@ -225,6 +233,25 @@ def test_a_topic_of_two_billion_partitions_is_refused_not_built(
     finally:
         client.close()
     assert topic.error_code == ErrorCode.policy_violation
+    assert_healthy(shared_broker)
+
+
+def test_a_null_topic_name_before_metadata_v12_is_an_invalid_request(
+    shared_broker: BrokerProcess,
+) -> None:
+    """v10 and v11 let a requested topic's name be null but not the answer's; the
+    handler echoed it and failed encoding the response (found by the fuzz campaign).
+    Kafka refuses the request as invalid; so does the broker now, logged."""
+    client = WireClient(shared_broker.bootstrap)
+    try:
+        unnamed = {"topic_id": uuid.uuid4(), "name": None}
+        client.send_raw(client.encode(3, 10, {"topics": [unnamed], **NO_AUTO_CREATE}))
+        with pytest.raises(ConnectionError):
+            client.recv_frame()
+    finally:
+        client.close()
+    log = (shared_broker.data_dir / "broker.log").read_text()
+    assert "topic name can not be null for version 10" in log
     assert_healthy(shared_broker)
 
 
