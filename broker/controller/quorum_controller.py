@@ -36,7 +36,8 @@ from broker.metadata.image import MetadataImage
 from broker.metadata.loader import MetadataLoader, encode_snapshot, replay_records
 from broker.metadata.records import FenceBrokerRecord, MetadataRecord, encode_record
 from broker.raft.client import NotLeaderError, RaftClient
-from broker.raft.protocols import Clock, LogEntry, Snapshot
+from broker.raft.entries import LogEntry, Snapshot
+from broker.raft.protocols import Clock
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from broker.metadata.image import EMPTY_IMAGE, MetadataDelta, MetadataImage
 from broker.metadata.records import MetadataRecord, decode_record, encode_record
-from broker.raft.protocols import LogEntry, Snapshot
+from broker.raft.entries import LogEntry, Snapshot
 
 log = logging.getLogger(__name__)
 

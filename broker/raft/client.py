@@ -30,6 +30,7 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 
 from broker.raft import replication
+from broker.raft.entries import EntryKind, LogEntry, OffsetAndEpoch, Snapshot
 from broker.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -45,16 +46,7 @@ from broker.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from broker.raft.protocols import (
-    Clock,
-    EntryKind,
-    LogEntry,
-    NetworkChannel,
-    OffsetAndEpoch,
-    QuorumStateStore,
-    ReplicatedLog,
-    Snapshot,
-)
+from broker.raft.protocols import Clock, NetworkChannel, QuorumStateStore, ReplicatedLog
 from broker.raft.quorum_state import (
     AnyState,
     CandidateState,

@@ -8,7 +8,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from broker.raft.protocols import OffsetAndEpoch, ReplicatedLog
+from broker.raft.entries import OffsetAndEpoch
+from broker.raft.protocols import ReplicatedLog
 
 
 class FetchPosition(enum.Enum):

@@ -22,8 +22,9 @@ import zlib
 from pathlib import Path
 
 from broker.log.ledger import FsyncLedger, fsync_dir, write_atomically
+from broker.raft.entries import EntryKind, LogEntry, OffsetAndEpoch, Snapshot
 from broker.raft.memory_log import MemoryLog
-from broker.raft.protocols import EntryKind, LogCorruptError, LogEntry, OffsetAndEpoch, Snapshot
+from broker.raft.protocols import LogCorruptError
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 
-from broker.raft.protocols import EntryKind, LogEntry, OffsetAndEpoch, Snapshot
+from broker.raft.entries import EntryKind, LogEntry, OffsetAndEpoch, Snapshot
 
 
 class MemoryLog:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.raft.protocols import LogEntry, OffsetAndEpoch
+    from broker.raft.entries import LogEntry, OffsetAndEpoch
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from broker.raft.protocols import ElectionState, OffsetAndEpoch, QuorumStateStore
+from broker.raft.entries import OffsetAndEpoch
+from broker.raft.protocols import ElectionState, QuorumStateStore
 
 
 class Role(enum.Enum):

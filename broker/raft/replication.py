@@ -7,13 +7,14 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from broker.raft import divergence
+from broker.raft.entries import Snapshot
 from broker.raft.messages import (
     FetchRequest,
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
 )
-from broker.raft.protocols import ReplicatedLog, Snapshot
+from broker.raft.protocols import ReplicatedLog
 from broker.raft.quorum_state import FollowerState, LeaderState
 
 MAX_ENTRIES_PER_FETCH = 4096

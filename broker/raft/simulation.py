@@ -16,10 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from broker.raft.client import RaftClient, RaftConfig, RaftListener
+from broker.raft.entries import EntryKind, LogEntry, Snapshot
 from broker.raft.file_quorum_store import MemoryQuorumStateStore
 from broker.raft.memory_log import MemoryLog
 from broker.raft.messages import Envelope, VoteRequest, VoteResponse
-from broker.raft.protocols import EntryKind, LogEntry, ReplicatedLog, Snapshot
+from broker.raft.protocols import ReplicatedLog
 from broker.raft.quorum_state import Role
 
 TICK_MS = 10

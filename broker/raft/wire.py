@@ -35,7 +35,7 @@ from kio.schema.vote.v2 import response as vote_resp
 from kio.static.primitive import Records, i32, i32Timedelta, i64
 
 from broker.raft import messages as m
-from broker.raft.protocols import EntryKind, LogEntry, OffsetAndEpoch
+from broker.raft.entries import EntryKind, LogEntry, OffsetAndEpoch
 
 METADATA_TOPIC = TopicName("__cluster_metadata")
 _P0 = i32(0)

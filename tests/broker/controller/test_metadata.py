@@ -23,7 +23,7 @@ from broker.metadata.records import (
     decode_record,
     encode_record,
 )
-from broker.raft.protocols import LogEntry, OffsetAndEpoch, Snapshot
+from broker.raft.entries import LogEntry, OffsetAndEpoch, Snapshot
 from tests.broker.controller.images import cluster_image, with_partition, with_records
 
 ints = st.integers(-2, 2**31)

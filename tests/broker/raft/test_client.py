@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from broker.raft.client import NotLeaderError, RaftClient
+from broker.raft.entries import EntryKind
 from broker.raft.file_log import FileLog
 from broker.raft.file_quorum_store import FileQuorumStateStore
 from broker.raft.messages import Envelope, VoteRequest, VoteResponse
-from broker.raft.protocols import EntryKind
 from broker.raft.quorum_state import Role
 from broker.raft.simulation import SimCluster, VirtualClock
 from tests.broker.raft.test_simulation import wait_for_convergence

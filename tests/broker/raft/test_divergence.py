@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.raft.divergence import FetchPosition, truncation_offset, validate_fetch
+from broker.raft.entries import EntryKind, LogEntry, OffsetAndEpoch, Snapshot
 from broker.raft.memory_log import MemoryLog
-from broker.raft.protocols import EntryKind, LogEntry, OffsetAndEpoch, Snapshot
 
 
 def build(epochs: list[int], tag: bytes) -> MemoryLog:

@@ -9,17 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker.raft.entries import EntryKind, LogEntry, OffsetAndEpoch, Snapshot
 from broker.raft.file_log import FileLog
 from broker.raft.file_quorum_store import FileQuorumStateStore, QuorumStateCorruptError
 from broker.raft.memory_log import MemoryLog
-from broker.raft.protocols import (
-    ElectionState,
-    EntryKind,
-    LogCorruptError,
-    LogEntry,
-    OffsetAndEpoch,
-    Snapshot,
-)
+from broker.raft.protocols import ElectionState, LogCorruptError
 
 
 def filled(path: Path, epochs: list[int], segment_bytes: int = 200) -> FileLog:

@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from broker.raft import messages as m
-from broker.raft.protocols import EntryKind, LogEntry, OffsetAndEpoch
+from broker.raft.entries import EntryKind, LogEntry, OffsetAndEpoch
 from broker.raft.wire import WireError, decode_entries, encode_entries, from_wire, to_wire
 
 
