@@ -1,7 +1,8 @@
 """Runs a ``RaftClient`` on an asyncio event loop with the real monotonic clock: the
 client stays a synchronous state machine, the driver feeds it delivered messages
 as they arrive and polls its timers every tick, then gives the owner (the controller)
-its own tick. A socket transport hands inbound envelopes to ``deliver``."""
+its own tick. Messages reach it through a ``RaftMessageQueue`` that the transport
+is built with too, so transport and driver never need each other."""
 
 from __future__ import annotations
 
@@ -19,25 +20,48 @@ class MonotonicClock:
         return time.monotonic_ns() // 1_000_000
 
 
+class RaftMessageQueue:
+    """Messages for one Raft client (Kafka's ``RaftMessageQueue``): the transport adds
+    inbound requests and the responses to its own requests, the driver takes them."""
+
+    def __init__(self) -> None:
+        self._messages: collections.deque[Envelope] = collections.deque()
+        self._wake = asyncio.Event()
+
+    def add(self, envelope: Envelope) -> None:
+        """Queue a message for the client; call from the driver's event loop."""
+        self._messages.append(envelope)
+        self._wake.set()
+
+    def poll(self) -> Envelope | None:
+        return self._messages.popleft() if self._messages else None
+
+    def wakeup(self) -> None:
+        self._wake.set()
+
+    async def wait(self) -> None:
+        """Until a message is added or ``wakeup`` is called."""
+        await self._wake.wait()
+        self._wake.clear()
+
+
 class RaftDriver:
     """Stopping sets a flag and wakes the loop rather than cancelling the task, so a
     stop can never be swallowed half-way through a wait."""
 
     def __init__(
-        self, client: RaftClient, tick_ms: int = 10, on_tick: Callable[[], None] | None = None
+        self,
+        client: RaftClient,
+        queue: RaftMessageQueue,
+        tick_ms: int = 10,
+        on_tick: Callable[[], None] | None = None,
     ) -> None:
         self.client = client
+        self.queue = queue
         self.tick_ms = tick_ms
         self.on_tick = on_tick
-        self._inbox: collections.deque[Envelope] = collections.deque()
-        self._wake = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
-
-    def deliver(self, envelope: Envelope) -> None:
-        """Queue a message for the client; call from the driver's event loop."""
-        self._inbox.append(envelope)
-        self._wake.set()
 
     def start(self) -> None:
         self.client.start()
@@ -45,7 +69,7 @@ class RaftDriver:
 
     async def stop(self) -> None:
         self._stopping = True
-        self._wake.set()
+        self.queue.wakeup()
         if self._task is not None:
             await self._task
             self._task = None
@@ -54,12 +78,11 @@ class RaftDriver:
         loop = asyncio.get_running_loop()
         next_tick = loop.time()
         while not self._stopping:
-            timer = loop.call_at(next_tick, self._wake.set)
-            await self._wake.wait()
-            self._wake.clear()
+            timer = loop.call_at(next_tick, self.queue.wakeup)
+            await self.queue.wait()
             timer.cancel()
-            while self._inbox and not self._stopping:
-                self.client.handle(self._inbox.popleft())
+            while not self._stopping and (envelope := self.queue.poll()) is not None:
+                self.client.handle(envelope)
             if loop.time() >= next_tick and not self._stopping:
                 self.client.poll()
                 if self.on_tick is not None:

@@ -23,7 +23,7 @@ from broker.controller.quorum_controller import QuorumController
 from broker.coordinator.service import INTERNAL_TOPIC_CONFIGS
 from broker.coordinator.txn.producer_id_blocks import handle_allocate_producer_ids
 from broker.raft.client import RaftClient, RaftConfig
-from broker.raft.driver import MonotonicClock, RaftDriver
+from broker.raft.driver import MonotonicClock, RaftDriver, RaftMessageQueue
 from broker.raft.file_log import FileLog
 from broker.raft.file_quorum_store import FileQuorumStateStore
 from broker.replication import controller_apis as apis
@@ -59,7 +59,10 @@ class ClusterNode:
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
         )
         clock, rng = MonotonicClock(), random.Random()
-        self.transport = RaftTransport(self.node_id, self.voters, raft_config.request_timeout_ms)
+        queue = RaftMessageQueue()
+        self.transport = RaftTransport(
+            self.node_id, self.voters, raft_config.request_timeout_ms, queue
+        )
         n = len(self.voters)
         self.controller = QuorumController(
             self.node_id,
@@ -106,8 +109,7 @@ class ClusterNode:
             self.controller,
         )
         self.controller.attach(self.raft)
-        self.driver = RaftDriver(self.raft, on_tick=self.controller.poll)
-        self.transport.driver = self.driver
+        self.driver = RaftDriver(self.raft, queue, on_tick=self.controller.poll)
         self.listener = ControllerListener(self._handlers(), self.controller.broker_disconnected)
         self._controllers = {
             v.node_id: PeerConnection(v.host, v.port, f"jepka-broker-{self.node_id}")

@@ -1,7 +1,7 @@
 """The Raft ``NetworkChannel`` over Kafka connections: outbound requests go to the
 destination voter's controller listener as kio entities (``broker.raft.wire``) and
-their responses are delivered back to the driver; inbound requests are handed to the
-driver and answered when the client sends its response envelope.
+their responses go to the client's message queue; inbound requests go to the same
+queue and are answered when the client sends its response envelope.
 
 As the channel contract allows, a message may be lost: a request to a peer that is
 down, slow or still busy with our previous request is dropped, and the Raft client's
@@ -15,7 +15,7 @@ from typing import Any
 
 from broker.raft import messages as m
 from broker.raft import wire
-from broker.raft.driver import RaftDriver
+from broker.raft.driver import RaftMessageQueue
 from broker.replication.peer_client import PeerConnection, PeerError
 from broker.replication.voters import Voter
 
@@ -32,10 +32,12 @@ def request_source(body: m.RaftRequest) -> int:
 
 
 class RaftTransport:
-    def __init__(self, node_id: int, voters: dict[int, Voter], timeout_ms: int) -> None:
+    def __init__(
+        self, node_id: int, voters: dict[int, Voter], timeout_ms: int, queue: RaftMessageQueue
+    ) -> None:
         self.node_id = node_id
         self.timeout = timeout_ms / 1000
-        self.driver: RaftDriver | None = None
+        self.queue = queue
         self._peers = {
             v.node_id: PeerConnection(v.host, v.port, f"jepka-raft-{node_id}")
             for v in voters.values()
@@ -72,22 +74,21 @@ class RaftTransport:
         except (PeerError, wire.WireError) as e:
             log.debug("raft request to %d lost: %s", envelope.destination, e)
             return
-        if self.driver is not None:
-            self.driver.deliver(
-                m.Envelope(envelope.destination, self.node_id, envelope.correlation_id, body)
-            )
+        self.queue.add(
+            m.Envelope(envelope.destination, self.node_id, envelope.correlation_id, body)
+        )
 
     # -- inbound -------------------------------------------------------------------------
     async def handle(self, entity: Any) -> Any:
         """Answers one inbound Raft request (a kio entity) with the client's response."""
         body = wire.from_wire(entity)
-        if self.driver is None or isinstance(body, m.RaftResponse):
+        if isinstance(body, m.RaftResponse):
             raise wire.WireError(f"unexpected {type(entity).__name__}")
         self._inbound += 1
         key = (request_source(body), self._inbound)
         answer: asyncio.Future[m.RaftResponse] = asyncio.get_running_loop().create_future()
         self._answers[key] = answer
-        self.driver.deliver(m.Envelope(key[0], self.node_id, key[1], body))
+        self.queue.add(m.Envelope(key[0], self.node_id, key[1], body))
         try:
             async with asyncio.timeout(self.timeout):
                 return wire.to_wire(await answer)

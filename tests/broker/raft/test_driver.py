@@ -20,7 +20,7 @@ from broker.controller.requests import (
     CreatableTopic,
 )
 from broker.raft.client import RaftClient, RaftConfig
-from broker.raft.driver import MonotonicClock, RaftDriver
+from broker.raft.driver import MonotonicClock, RaftDriver, RaftMessageQueue
 from broker.raft.file_log import FileLog
 from broker.raft.file_quorum_store import FileQuorumStateStore
 from broker.raft.messages import Envelope
@@ -29,12 +29,12 @@ from broker.raft.messages import Envelope
 class LoopChannel:
     """Delivers each envelope on the next turn of the loop, like a socket would."""
 
-    def __init__(self, drivers: dict[int, RaftDriver]) -> None:
-        self.drivers = drivers
+    def __init__(self, queues: dict[int, RaftMessageQueue]) -> None:
+        self.queues = queues
 
     def send(self, envelope: Envelope) -> None:
-        target = self.drivers[envelope.destination]
-        asyncio.get_running_loop().call_soon(target.deliver, envelope)
+        target = self.queues[envelope.destination]
+        asyncio.get_running_loop().call_soon(target.add, envelope)
 
 
 async def until(predicate: Callable[[], object], seconds: float = 20.0) -> None:
@@ -50,8 +50,9 @@ def test_controllers_on_asyncio_drivers_elect_and_create_a_topic(tmp_path: Path)
     async def scenario() -> None:
         clock = MonotonicClock()
         voters = frozenset({1, 2, 3})
+        queues = {node: RaftMessageQueue() for node in voters}
         drivers: dict[int, RaftDriver] = {}
-        channel = LoopChannel(drivers)
+        channel = LoopChannel(queues)
         controllers = {}
         config = RaftConfig(election_timeout_ms=200, fetch_timeout_ms=400, request_timeout_ms=300)
         for node in sorted(voters):
@@ -69,7 +70,7 @@ def test_controllers_on_asyncio_drivers_elect_and_create_a_topic(tmp_path: Path)
             )
             controller.attach(client)
             controllers[node] = controller
-            drivers[node] = RaftDriver(client, on_tick=controller.poll)
+            drivers[node] = RaftDriver(client, queues[node], on_tick=controller.poll)
         for driver in drivers.values():
             driver.start()
         try:

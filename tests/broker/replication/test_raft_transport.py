@@ -9,7 +9,7 @@ import random
 import pytest
 
 from broker.raft.client import RaftClient, RaftConfig
-from broker.raft.driver import MonotonicClock, RaftDriver
+from broker.raft.driver import MonotonicClock, RaftDriver, RaftMessageQueue
 from broker.raft.file_quorum_store import MemoryQuorumStateStore
 from broker.raft.memory_log import MemoryLog
 from broker.raft.quorum_state import Role
@@ -26,7 +26,8 @@ async def _quorum() -> tuple[list[RaftClient], list[RaftDriver], list[Controller
     voters = parse_voters(",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports)))
     clients, drivers, listeners = [], [], []
     for node_id in voters:
-        transport = RaftTransport(node_id, voters, 500)
+        queue = RaftMessageQueue()
+        transport = RaftTransport(node_id, voters, 500, queue)
         client = RaftClient(
             node_id,
             frozenset(voters),
@@ -37,8 +38,7 @@ async def _quorum() -> tuple[list[RaftClient], list[RaftDriver], list[Controller
             random.Random(node_id),
             RaftConfig(election_timeout_ms=300, fetch_timeout_ms=600),
         )
-        driver = RaftDriver(client)
-        transport.driver = driver
+        driver = RaftDriver(client, queue)
         listener = ControllerListener(dict.fromkeys(RAFT_APIS, transport.handle))
         await listener.start("127.0.0.1", voters[node_id].port)
         driver.start()
