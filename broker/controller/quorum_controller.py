@@ -71,6 +71,7 @@ class QuorumController:
     def __init__(
         self,
         node_id: int,
+        raft: RaftClient,
         clock: Clock,
         rng: random.Random,
         config: ControllerConfig | None = None,
@@ -87,7 +88,7 @@ class QuorumController:
         self.cluster = ClusterControlManager(self.config.session_timeout_ms)
         self.replication = ReplicationControlManager(self.config, rng)
         self.producer_ids = ProducerIdControlManager(self.config.producer_id_block_size)
-        self.raft: RaftClient | None = None
+        self.raft = raft
         self.image = self.loader.image
         self._active_epoch: int | None = None
         self._last_leader: int | None = None  # the last controller this node knew
@@ -95,13 +96,10 @@ class QuorumController:
         self._last_poll_ms = clock.now_ms()
         self._balance_due_ms: int | None = None  # the next auto leader rebalance
 
-    def attach(self, raft: RaftClient) -> None:
-        self.raft = raft
-
     @property
     def active(self) -> bool:
         raft = self.raft
-        return raft is not None and self._active_epoch == raft.epoch and raft.is_ready_leader()
+        return self._active_epoch == raft.epoch and raft.is_ready_leader()
 
     # -- RaftListener --------------------------------------------------------------------
     def handle_commit(self, entries: list[LogEntry]) -> None:
@@ -251,9 +249,8 @@ class QuorumController:
     def _run(self, operation: Operation) -> Future[object]:
         future: Future[object] = Future()
         raft = self.raft
-        if raft is None or not self.active:
-            leader, epoch = (raft.leader_id, raft.epoch) if raft else (None, 0)
-            future.set_exception(NotControllerError(self.node_id, leader, epoch))
+        if not self.active:
+            future.set_exception(NotControllerError(self.node_id, raft.leader_id, raft.epoch))
             return future
         result = operation(self.image, raft.log.end_offset)
         if not result.records:
@@ -277,8 +274,6 @@ class QuorumController:
 
     def _maybe_snapshot(self) -> None:
         raft = self.raft
-        if raft is None:
-            return
         applied = raft.applied_offset
         if applied - raft.log.start_offset >= self.config.snapshot_every_records:
             raft.create_snapshot(applied, encode_snapshot(self.loader.image))

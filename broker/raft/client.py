@@ -109,7 +109,6 @@ class RaftClient:
         clock: Clock,
         rng: random.Random,
         config: RaftConfig | None = None,
-        listener: RaftListener | None = None,
     ) -> None:
         if node_id not in voters:
             raise ValueError(f"node {node_id} is not among the voters {sorted(voters)}")
@@ -120,7 +119,7 @@ class RaftClient:
         self.clock = clock
         self.rng = rng
         self.config = config or RaftConfig()
-        self.listener = listener
+        self.listener: RaftListener | None = None
         self.quorum = QuorumState(node_id, voters, store)
         self._inflight: dict[int, _InFlight] = {}
         self._next_correlation = 0
@@ -128,6 +127,11 @@ class RaftClient:
         self._announced: tuple[int | None, int] | None = None
 
     # -- public surface ------------------------------------------------------------------
+    def register(self, listener: RaftListener) -> None:
+        """The state machine above the log (Kafka's ``RaftClient.register``). It is
+        built with this client, to append through it, so it registers afterwards."""
+        self.listener = listener
+
     def start(self) -> None:
         self.quorum.restore(self._election_deadline())
         if len(self.voters) == 1:

@@ -165,7 +165,6 @@ class SimCluster:
         node = self.nodes[node_id]
         if self.log_factory is not None and node.client is None:
             node.log = self.log_factory(node_id)  # reopen from disk: recovery runs
-        listener = self.make_listener(node)
         node.client = RaftClient(
             node_id,
             self.ids,
@@ -175,20 +174,17 @@ class SimCluster:
             self.clock,
             random.Random(self.rng.random()),
             self.config,
-            listener,
         )
+        node.client.register(self.make_listener(node, node.client))
         node.last_hw = None
         self.network.down.discard(node_id)
-        self.attached(node, node.client)
         node.client.start()
 
-    def make_listener(self, node: Node) -> RaftListener:
-        """The state machine of a (re)started node; by default the applied-values map."""
+    def make_listener(self, node: Node, client: RaftClient) -> RaftListener:
+        """The state machine of a (re)started node, over its new Raft client; by
+        default the applied-values map."""
         node.state = AppliedState()
         return node.state
-
-    def attached(self, node: Node, client: RaftClient) -> None:
-        """Called once a (re)started node has its Raft client."""
 
     def crash(self, node_id: int) -> None:
         self.nodes[node_id].client = None

@@ -63,9 +63,20 @@ class ClusterNode:
         self.transport = RaftTransport(
             self.node_id, self.voters, raft_config.request_timeout_ms, queue
         )
+        self.raft = RaftClient(
+            self.node_id,
+            frozenset(self.voters),
+            FileLog(config.data_dir / METADATA_DIR, ledger=broker.ledger),
+            FileQuorumStateStore(config.data_dir / "quorum-state", broker.ledger),
+            self.transport,
+            clock,
+            rng,
+            raft_config,
+        )
         n = len(self.voters)
         self.controller = QuorumController(
             self.node_id,
+            self.raft,
             clock,
             rng,
             c.ControllerConfig(
@@ -97,18 +108,7 @@ class ClusterNode:
             config["replica.lag.time.max.ms"],
         )
         self.publisher.on_caught_up = self.isr.expand
-        self.raft = RaftClient(
-            self.node_id,
-            frozenset(self.voters),
-            FileLog(config.data_dir / METADATA_DIR, ledger=broker.ledger),
-            FileQuorumStateStore(config.data_dir / "quorum-state", broker.ledger),
-            self.transport,
-            clock,
-            rng,
-            raft_config,
-            self.controller,
-        )
-        self.controller.attach(self.raft)
+        self.raft.register(self.controller)
         self.driver = RaftDriver(self.raft, queue, on_tick=self.controller.poll)
         self.listener = ControllerListener(self._handlers(), self.controller.broker_disconnected)
         self._controllers = {

@@ -40,10 +40,11 @@ class ControllerCluster(SimCluster):
         self.brokers: dict[int, SimBroker] = {}
         super().__init__(voters, seed)
 
-    def make_listener(self, node: Node) -> RaftListener:
+    def make_listener(self, node: Node, client: RaftClient) -> RaftListener:
         node.state = None
         controller = QuorumController(
             node.node_id,
+            client,
             self.clock,
             random.Random(self.seed * 1000 + node.node_id),
             self.controller_config,
@@ -51,9 +52,6 @@ class ControllerCluster(SimCluster):
         )
         self.controllers[node.node_id] = controller
         return controller
-
-    def attached(self, node: Node, client: RaftClient) -> None:
-        self.controllers[node.node_id].attach(client)
 
     def after_poll(self, node: Node) -> None:
         self.controllers[node.node_id].poll()

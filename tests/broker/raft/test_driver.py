@@ -56,7 +56,6 @@ def test_controllers_on_asyncio_drivers_elect_and_create_a_topic(tmp_path: Path)
         controllers = {}
         config = RaftConfig(election_timeout_ms=200, fetch_timeout_ms=400, request_timeout_ms=300)
         for node in sorted(voters):
-            controller = QuorumController(node, clock, random.Random(node), ControllerConfig())
             client = RaftClient(
                 node,
                 voters,
@@ -66,9 +65,11 @@ def test_controllers_on_asyncio_drivers_elect_and_create_a_topic(tmp_path: Path)
                 clock,
                 random.Random(node),
                 config,
-                controller,
             )
-            controller.attach(client)
+            controller = QuorumController(
+                node, client, clock, random.Random(node), ControllerConfig()
+            )
+            client.register(controller)
             controllers[node] = controller
             drivers[node] = RaftDriver(client, queues[node], on_tick=controller.poll)
         for driver in drivers.values():
