@@ -28,14 +28,17 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from checkers.history.fields import INT_TEXT, describe
+from checkers.history.errors import HistoryError
+from checkers.history.fields import INT_TEXT, check_core, describe
 from checkers.history.op import Op
+from checkers.history.pairing import attach_pairs
 from checkers.history.schema import FLAT_SCHEMA, LINE
 
 QUEUE_FS = frozenset({"send", "poll", "txn"})
 KEY_LIST_FS = frozenset({"assign", "subscribe"})
 MOP_NAMES = pa.array(["send", "poll"])
 SEND, POLL = 0, 1
+BLOCK_OPS = 200_000  # ops flattened into one block by :func:`flatten`
 
 
 def _key(k: Any) -> int:
@@ -335,7 +338,26 @@ class FlatBuilder:
 
 def flatten(ops: Iterable[Op]) -> pa.Table:
     """The flattened table of in-memory ops, checked and paired like a file
-    (errors name ``<ops>`` and the op's 1-based position)."""
-    from checkers.history.writers import flatten_stream
+    (errors name ``<ops>`` and the op's 1-based position). Flattens in blocks
+    of :data:`BLOCK_OPS`, so Python's lists stay small however many ops come."""
+    source = "<ops>"
+    tables = []
+    builder = FlatBuilder()
+    for n, op in enumerate(ops, 1):
+        try:
+            builder.add(*check_core(op.to_dict()), n)
+        except ValueError as e:
+            raise HistoryError(source, n, str(e)) from None
+        if len(builder) >= BLOCK_OPS:
+            tables.append(_block(builder, source))
+            builder = FlatBuilder()
+    tables.append(_block(builder, source))
+    return attach_pairs(pa.concat_tables(tables), source)
 
-    return flatten_stream(ops)
+
+def _block(builder: FlatBuilder, source: str) -> pa.Table:
+    """One block's table; an error found only now names no line."""
+    try:
+        return builder.build()
+    except ValueError as e:
+        raise HistoryError(source, None, str(e)) from None
