@@ -66,13 +66,9 @@ def completions(raw: DataFrame) -> DataFrame:
     )
 
 
+OP_COLUMNS = ("index", "type", "process", "f", "time", "invoke_time")  # of a completion
 MOP_COLUMNS = (
-    "index",
-    "type",
-    "process",
-    "f",
-    "time",
-    "invoke_time",
+    *OP_COLUMNS,
     "mop_index",
     "mop",
     "key",
@@ -119,12 +115,7 @@ class Frames:
         return (
             self.completions.where(F.col("row") == 0)
             .select(
-                "index",
-                "type",
-                "process",
-                "f",
-                "time",
-                "invoke_time",
+                *OP_COLUMNS,
                 F.col("pair_index").alias("invoke_index"),
                 "keys",
                 "rebalance_keys",
