@@ -7,28 +7,48 @@ clients and closes them all when its ``with`` block ends, however it ends.
 
 Only closing is explicit here. A producer's ``close`` flushes with no time
 limit, so with its brokers gone it would wait out ``message.timeout.ms``
-(five minutes by default): ``close_producer`` drops what is unsent first.
-An admin client has no ``close``; leaving its ``with`` block destroys it,
-whoever else still holds a reference (a bound method, a future).
+(five minutes by default), and since confluent-kafka 2.16 it first aborts an
+open transaction with no time limit either, hanging for good while the
+coordinator is out of reach. So ``close_producer`` drops what is unsent and
+aborts within ``ABORT_S`` before closing; a transaction that cannot be
+aborted in time is left to the broker's transaction timeout, and the handle
+is destroyed without ``close`` once its last reference goes (its destructor
+neither flushes nor aborts). An admin client has no ``close``; leaving its
+``with`` block destroys it, whoever else still holds a reference (a bound
+method, a future).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from contextlib import ExitStack
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
+
+log = logging.getLogger(__name__)
+
+ABORT_S = 2.0  # a reachable coordinator aborts in milliseconds
+NO_TRANSACTION = (KafkaError._NOT_CONFIGURED, KafkaError._STATE)
 
 
 def close_producer(producer: Producer) -> None:
-    """Drops every message not yet acknowledged, then destroys the producer.
-    A fatal error (a fenced transactional producer) is raised once more from
-    ``close``, after the handle is gone: it was already reported."""
-    with contextlib.suppress(RuntimeError):  # already closed
+    """Drops every message not yet acknowledged, aborts an open transaction,
+    then destroys the producer; if the abort does not finish in time, the
+    producer is left to its last reference (see above)."""
+    try:
         producer.purge(in_queue=True, in_flight=True)
-    with contextlib.suppress(KafkaException):
+        producer.abort_transaction(ABORT_S)
+    except RuntimeError:  # already closed
+        return
+    except KafkaException as e:
+        error = e.args[0]
+        if not (error.fatal() or error.code() in NO_TRANSACTION):
+            log.warning("producer not closed: its transaction could not be aborted: %s", error)
+            return
+    with contextlib.suppress(KafkaException):  # a fatal error (fenced), already reported
         producer.close()
 
 
