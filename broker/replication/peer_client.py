@@ -19,6 +19,7 @@ from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeade
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
 
+from broker.protocol.codec import API_VERSIONS_KEY
 from broker.protocol.frame_guard import check
 
 SIZE = struct.Struct(">i")
@@ -50,7 +51,8 @@ def decode_response(frame: bytes, request: Any) -> tuple[int, Any]:
     """``(correlation_id, response)`` for a response to ``request``."""
     cls = type(request)
     body_type = load_response_schema(cls.__api_key__, cls.__version__)
-    header_type = ResponseHeaderV1 if body_type.__flexible__ else ResponseHeaderV0
+    flexible = body_type.__flexible__ and cls.__api_key__ != API_VERSIONS_KEY  # always v0
+    header_type = ResponseHeaderV1 if flexible else ResponseHeaderV0
     check(body_type, frame, check(header_type, frame))  # UnsafeFrame is a ValueError
     header, offset = entity_reader(header_type)(frame, 0)
     body, _ = entity_reader(body_type)(frame, offset)
