@@ -1,6 +1,8 @@
-"""The broker process: wires storage, the ReplicaManager, API handlers,
-services (coordinators) and the socket server, and runs the periodic
-flush and retention tasks until SIGTERM."""
+"""The broker process. Every part is built here, once, and handed what it uses, as
+Kafka's ``BrokerServer`` does: storage and the ``ReplicaManager``; on a cluster the
+node's quorum and controller-facing parts (``ClusterNode``); the group and
+transaction coordinators; the metadata publisher; and the socket server. It then runs
+the periodic flush, retention, compaction and checkpoint tasks until SIGTERM."""
 
 from __future__ import annotations
 
@@ -8,18 +10,26 @@ import asyncio
 import contextlib
 import logging
 import signal
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
-from broker.api.registry import SERVICES, load_handlers
+from broker.api.registry import load_handlers
 from broker.config import BrokerConfig, ConfigError
+from broker.coordinator.group.coordinator import GroupCoordinator
+from broker.coordinator.service import CoordinatorService, group_config, txn_config
+from broker.coordinator.txn.coordinator import ProducerIds, TransactionCoordinator
+from broker.coordinator.txn.marker_sender import MarkerSender
+from broker.coordinator.txn.markers import MarkerChannel
+from broker.coordinator.txn.producer_ids import ProducerIdManager
+from broker.coordinator.txn.verification import TxnVerifier
 from broker.log.ledger import FsyncLedger, fsync_dir
 from broker.network.metrics import RequestMetrics
 from broker.network.server import SocketServer
+from broker.replication.cluster_node import ClusterNode
+from broker.replication.forwarding import ForwardingManager
+from broker.replication.metadata_publisher import BrokerMetadataPublisher
+from broker.server.metadata_cache import BrokerEndpoint, LocalMetadataCache, MetadataCache
 from broker.server.replica_manager import ReplicaManager
 from broker.server.topics import TopicStore
-
-if TYPE_CHECKING:
-    from broker.replication.cluster_node import ClusterNode
 
 log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
@@ -28,26 +38,53 @@ CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
-        self.node_id = config.node_id
+        self.node_id = node_id = config.node_id
         self.handlers = load_handlers()
+        self.clean_start = (config.data_dir / CLEAN_SHUTDOWN_FILE).exists()
+        self.endpoint = BrokerEndpoint(node_id, config.advertised_host, config.port)
         self.ledger = FsyncLedger(config.data_dir)
         self.topics = TopicStore(config.data_dir, self.ledger)
-        self.replica_manager = ReplicaManager(config, self.ledger, self.topics)
+        self.replica_manager = manager = ReplicaManager(config, self.ledger, self.topics)
         self.cluster: ClusterNode | None = None
+        self.forwarding: ForwardingManager | None = None
+        self.marker_sender: MarkerSender | None = None
+        self.group_coordinator = group = GroupCoordinator(group_config(config), manager)
         if config["controller.quorum.voters"]:
-            from broker.replication.cluster_node import ClusterNode
-
-            self.cluster = ClusterNode(self)
-        self.services: dict[str, Any] = {}
-        self.server = SocketServer(self)
+            cluster = self.cluster = ClusterNode(config, self.ledger, manager, self.endpoint)
+            self.metadata_cache: MetadataCache = cluster.metadata_cache
+            self.forwarding = cluster.forwarding
+            self.marker_sender = MarkerSender(node_id)
+            leader_of = cluster.metadata_cache.leader
+            producer_ids: ProducerIds = cluster.producer_ids
+            markers = MarkerChannel(
+                node_id, manager, group.on_offsets_marker, leader_of, self.marker_sender.write
+            )
+        else:
+            self.metadata_cache = LocalMetadataCache(self.endpoint)
+            leader_of = None
+            producer_ids = ProducerIdManager(self.ledger)
+            markers = MarkerChannel(node_id, manager, group.on_offsets_marker)
+        self.txn_coordinator = txn = TransactionCoordinator(
+            txn_config(config), manager, markers, producer_ids, group.runtime.partition_for
+        )
+        self.coordinators = CoordinatorService(self.endpoint, manager, group, txn, leader_of)
+        self.txn_verifier = TxnVerifier(node_id, manager, txn, self.coordinators.coordinator_for)
+        self.publisher = (
+            None
+            if self.cluster is None
+            else BrokerMetadataPublisher(
+                config,
+                manager,
+                self.coordinators,
+                self.cluster.fetchers.update,
+                self.cluster.isr.expand,
+                self.clean_start,
+            )
+        )
         self.request_metrics = RequestMetrics()
-        self.port = config.port
+        self.server = SocketServer(self)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
-
-    @property
-    def host(self) -> str:
-        return self.config.advertised_host
 
     def api_version_entries(self) -> list[dict[str, int]]:
         return [
@@ -55,31 +92,19 @@ class Broker:
             for s in sorted(self.handlers.values(), key=lambda s: s.api_key)
         ]
 
-    def cluster_brokers(self) -> list[tuple[int, str, int]]:
-        """``(node_id, host, port)`` of every live broker a client may use."""
-        if self.cluster is None:
-            return [(self.node_id, self.host, self.port)]
-        return self.cluster.brokers()
-
-    def controller_id(self) -> int:
-        return self.node_id if self.cluster is None else self.cluster.controller_id()
-
     async def start(self) -> None:
-        marker = self.config.data_dir / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists()
-        if clean:  # durably: a crash from here on must be recovered as unclean
-            marker.unlink()
+        if self.clean_start:  # durably: a crash from here on must be recovered as unclean
+            (self.config.data_dir / CLEAN_SHUTDOWN_FILE).unlink()
             fsync_dir(self.config.data_dir)
-        self.replica_manager.open_all(clean)
+        self.replica_manager.open_all(self.clean_start)
         if self.cluster is not None:
-            await self.cluster.start(clean)
-        for name, factory in SERVICES.items():
-            self.services[name] = factory(self)
-            await self.services[name].start()
-        if self.cluster is not None:
-            self.cluster.services_started()
+            assert self.publisher is not None  # built with the cluster node
+            await self.cluster.start(self.publisher)
+        await self.coordinators.start()
+        if self.publisher is not None:
+            self.publisher.coordinators_started()
         try:
-            self.port = await self.server.start(self.config.host, self.config.port)
+            self.endpoint.port = await self.server.start(self.config.host, self.config.port)
         except OSError as e:
             raise ConfigError(
                 f"cannot listen on {self.config.host}:{self.config.port}: {e}"
@@ -97,7 +122,7 @@ class Broker:
             asyncio.create_task(self._every(self.config[key], action)) for key, action in periodic
         ]
 
-    async def _every(self, interval_ms: int, action: Any) -> None:
+    async def _every(self, interval_ms: int, action: Callable[[], object]) -> None:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
@@ -106,7 +131,8 @@ class Broker:
                 log.exception("periodic task %s failed", getattr(action, "__name__", action))
 
     async def stop(self) -> None:
-        """Clean shutdown: stop listening, stop services, flush and close logs."""
+        """Clean shutdown: stop listening, leave the quorum, stop the coordinators,
+        flush and close logs."""
         await self.server.stop()
         if self.cluster is not None:
             await self.cluster.stop()
@@ -114,9 +140,11 @@ class Broker:
             log.info(line)
         for task in self._tasks:
             task.cancel()
-        for service in reversed(list(self.services.values())):
-            with contextlib.suppress(Exception):
-                await service.stop()
+        with contextlib.suppress(Exception):  # whatever fails, the logs are closed cleanly
+            await self.coordinators.stop()
+            self.txn_verifier.close()
+            if self.marker_sender is not None:
+                self.marker_sender.close()
         self.replica_manager.close()
         (self.config.data_dir / CLEAN_SHUTDOWN_FILE).touch()
         self.ledger.close()
@@ -129,7 +157,8 @@ class Broker:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
         await self.start()
-        ready = f"jepka broker ready node_id={self.node_id} listen={self.config.host}:{self.port}"
+        listen = f"{self.config.host}:{self.endpoint.port}"
+        ready = f"jepka broker ready node_id={self.node_id} listen={listen}"
         log.info(ready)
         print(ready, flush=True)
         await self._stopping.wait()

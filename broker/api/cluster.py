@@ -17,10 +17,10 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> dict[str
         "error_message": None,
         "endpoint_type": 1,
         "cluster_id": broker.config["cluster.id"],
-        "controller_id": broker.controller_id(),
+        "controller_id": broker.metadata_cache.controller_id(),
         "brokers": [
             {"broker_id": node, "host": host, "port": port, "rack": None}
-            for node, host, port in broker.cluster_brokers()
+            for node, host, port in broker.metadata_cache.alive_brokers()
         ],
         "cluster_authorized_operations": -2147483648,
     }

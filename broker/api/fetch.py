@@ -16,7 +16,7 @@ READ_COMMITTED = 1
 
 @api(1, 4, 12)
 async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if getattr(request, "replica_id", -1) >= 0 and ctx.broker.cluster is not None:
+    if getattr(request, "replica_id", -1) >= 0 and ctx.broker.forwarding is not None:
         return await serve_replica_fetch(ctx.broker.replica_manager, request)
     wanted = [
         FetchRequestPartition(

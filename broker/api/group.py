@@ -12,21 +12,19 @@ import datetime
 import time
 from typing import Any
 
-from broker.api.registry import RequestContext, api, service
+from broker.api.registry import RequestContext, api
 from broker.coordinator.group.membership import JoinRequest
 from broker.coordinator.group.offsets import CommittedOffset
 from broker.coordinator.partitioning import CoordinatorType
 from broker.coordinator.service import CoordinatorService
 from broker.errors import ErrorCode, KafkaError
 
-service("coordinators")(CoordinatorService)
-
 NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
 
 
 def coordinators(ctx: RequestContext) -> CoordinatorService:
-    return ctx.broker.services["coordinators"]  # type: ignore[no-any-return]
+    return ctx.broker.coordinators
 
 
 def millis(value: datetime.timedelta | int) -> int:

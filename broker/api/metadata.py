@@ -78,8 +78,8 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             and getattr(request, "allow_auto_topic_creation", True)
             and broker.config["auto.create.topics.enable"]
         ):
-            if broker.cluster is not None:  # created by the controller; retry to see it
-                await broker.cluster.auto_create(wanted)
+            if broker.forwarding is not None:  # created by the controller; retry to see it
+                await broker.forwarding.auto_create(wanted)
                 topics.append(error_entry(wanted, ErrorCode.leader_not_available))
                 continue
             try:
@@ -96,10 +96,10 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
         "throttle_time": 0,
         "brokers": [
             {"node_id": node, "host": host, "port": port, "rack": None}
-            for node, host, port in broker.cluster_brokers()
+            for node, host, port in broker.metadata_cache.alive_brokers()
         ],
         "cluster_id": broker.config["cluster.id"],
-        "controller_id": broker.controller_id(),
+        "controller_id": broker.metadata_cache.controller_id(),
         "topics": topics,
         "cluster_authorized_operations": -2147483648,
     }

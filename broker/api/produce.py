@@ -36,7 +36,7 @@ async def handle_produce(ctx: RequestContext, request: Any) -> dict[str, Any] | 
                     raise KafkaError(ErrorCode.invalid_topic_exception, "internal topic")
                 if data.records is None:
                     raise KafkaError(ErrorCode.invalid_record, "null records")
-                await ctx.broker.services["coordinators"].verifier.check_append(
+                await ctx.broker.txn_verifier.check_append(
                     request.transactional_id, topic.name, data.index, data.records
                 )
                 result = await manager.append_records(

@@ -9,11 +9,6 @@ A handler is ``async def handle(ctx: RequestContext, request) -> dict | None``:
 it gets the kio request for the negotiated version and returns the response
 as plain data (``broker.protocol.codec.build`` fits it to the version), or
 ``None`` for no response (acks=0 produce).
-
-Modules may also register *services* with ``@service(name)``: a factory
-called with the ``Broker`` at start-up whose result (anything with async
-``start()``/``stop()``) is available as ``broker.services[name]``, which is how
-the group and transaction coordinators hang off the broker.
 """
 
 from __future__ import annotations
@@ -41,7 +36,6 @@ class ApiSpec:
 
 
 HANDLERS: dict[int, ApiSpec] = {}
-SERVICES: dict[str, Callable[[Broker], Any]] = {}
 
 
 def api(api_key: int, min_version: int, max_version: int) -> Callable[[Handler], Handler]:
@@ -52,16 +46,6 @@ def api(api_key: int, min_version: int, max_version: int) -> Callable[[Handler],
             raise RuntimeError(f"API key {api_key} registered twice")
         HANDLERS[api_key] = ApiSpec(api_key, min_version, max_version, handle)
         return handle
-
-    return register
-
-
-def service(name: str) -> Callable[[Callable[[Broker], Any]], Callable[[Broker], Any]]:
-    """Registers a broker-lifetime service factory under ``name``."""
-
-    def register(factory: Callable[[Broker], Any]) -> Callable[[Broker], Any]:
-        SERVICES[name] = factory
-        return factory
 
     return register
 

@@ -13,8 +13,8 @@ from broker.server.topics import check_topic_name
 
 @api(19, 2, 5)
 async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if ctx.broker.cluster is not None and not request.validate_only:
-        return await ctx.broker.cluster.forward_create_topics(request)
+    if ctx.broker.forwarding is not None and not request.validate_only:
+        return await ctx.broker.forwarding.forward_create_topics(request)
     manager = ctx.broker.replica_manager
     default = manager.config["num.partitions"]
     partitions = [t.num_partitions if t.num_partitions > 0 else default for t in request.topics]
@@ -74,8 +74,8 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
 
 @api(20, 1, 4)
 async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if ctx.broker.cluster is not None:
-        return await ctx.broker.cluster.forward_delete_topics(list(request.topic_names))
+    if ctx.broker.forwarding is not None:
+        return await ctx.broker.forwarding.forward_delete_topics(list(request.topic_names))
     results = []
     for name in request.topic_names:
         code = ErrorCode.none

@@ -1,85 +1,68 @@
-"""Both coordinators of one broker, wired to its replica manager.
+"""Both coordinators of one broker as their internal partitions see them.
 
 At start the internal topics are created if missing and every partition this
 node leads is loaded by replay; on one node that is all of them. Later,
 replication calls :meth:`CoordinatorService.become_leader` and
-:meth:`CoordinatorService.resign` as leadership of those partitions moves.
+:meth:`CoordinatorService.resign` as leadership of those partitions moves. The
+broker builds the two coordinators (from :func:`group_config` and
+:func:`txn_config`) and hands them in.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
+from broker.config import BrokerConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.coordinator.group.membership import GroupConfig
 from broker.coordinator.partitioning import GROUP_TOPIC, CoordinatorType
-from broker.coordinator.txn.coordinator import ProducerIds, TransactionCoordinator, TxnConfig
-from broker.coordinator.txn.marker_sender import MarkerSender
-from broker.coordinator.txn.markers import MarkerChannel
-from broker.coordinator.txn.producer_id_blocks import ControllerProducerIdManager
-from broker.coordinator.txn.producer_ids import ProducerIdManager
-from broker.coordinator.txn.verification import TxnVerifier
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
+from broker.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
+from broker.coordinator.txn.markers import LeaderOf
+from broker.server.metadata_cache import BrokerEndpoint, Node
+from broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
 
 
+def group_config(config: BrokerConfig) -> GroupConfig:
+    return GroupConfig(
+        num_partitions=config["offsets.topic.num.partitions"],
+        min_session_timeout_ms=config["group.min.session.timeout.ms"],
+        max_session_timeout_ms=config["group.max.session.timeout.ms"],
+        initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+        max_size=config["group.max.size"],
+    )
+
+
+def txn_config(config: BrokerConfig) -> TxnConfig:
+    return TxnConfig(
+        num_partitions=config["transaction.state.log.num.partitions"],
+        max_timeout_ms=config["transaction.max.timeout.ms"],
+        abort_interval_ms=config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+    )
+
+
 class CoordinatorService:
-    def __init__(self, broker: Broker) -> None:
-        cfg = broker.config
-        self.broker = broker
-        self._marker_sender: MarkerSender | None = None
-        self.verifier = TxnVerifier(broker)
-        self.group = GroupCoordinator(
-            GroupConfig(
-                num_partitions=cfg["offsets.topic.num.partitions"],
-                min_session_timeout_ms=cfg["group.min.session.timeout.ms"],
-                max_session_timeout_ms=cfg["group.max.session.timeout.ms"],
-                initial_rebalance_delay_ms=cfg["group.initial.rebalance.delay.ms"],
-                max_size=cfg["group.max.size"],
-            ),
-            broker.replica_manager,
-        )
-        self.txn = TransactionCoordinator(
-            TxnConfig(
-                num_partitions=cfg["transaction.state.log.num.partitions"],
-                max_timeout_ms=cfg["transaction.max.timeout.ms"],
-                abort_interval_ms=cfg[
-                    "transaction.abort.timed.out.transaction.cleanup.interval.ms"
-                ],
-            ),
-            broker.replica_manager,
-            self._marker_channel(),
-            self._producer_ids(),
-            self.group.runtime.partition_for,
-        )
-
-    def _marker_channel(self) -> MarkerChannel:
-        """Markers go to each partition's leader: this node alone on a single node,
-        any node of a cluster (WriteTxnMarkers)."""
-        broker = self.broker
-        local = (broker.node_id, broker.replica_manager, self.group.on_offsets_marker)
-        if broker.cluster is None:
-            return MarkerChannel(*local)
-        self._marker_sender = MarkerSender(broker.node_id)
-        return MarkerChannel(*local, broker.cluster.leader_address, self._marker_sender.write)
-
-    def _producer_ids(self) -> ProducerIds:
-        """A single node reserves its own blocks; a cluster node asks the controller."""
-        cluster = self.broker.cluster
-        if cluster is None:
-            return ProducerIdManager(self.broker.ledger)
-        return ControllerProducerIdManager(
-            self.broker.node_id, lambda: cluster.broker_epoch, cluster.call_controller
-        )
+    def __init__(
+        self,
+        endpoint: BrokerEndpoint,
+        replica_manager: ReplicaManager,
+        group: GroupCoordinator,
+        txn: TransactionCoordinator,
+        leader_of: LeaderOf | None,
+    ) -> None:
+        """``leader_of`` finds another node's internal partition for FindCoordinator;
+        None on a single node, where there is no other."""
+        self._endpoint = endpoint
+        self._replica_manager = replica_manager
+        self.group = group
+        self.txn = txn
+        self._leader_of = leader_of
 
     async def start(self) -> None:
-        manager = self.broker.replica_manager
+        manager = self._replica_manager
         for runtime in (self.group.runtime, self.txn.runtime):
             topic = manager.ensure_internal_topic(
                 runtime.topic, runtime.num_partitions, dict(INTERNAL_TOPIC_CONFIGS)
@@ -93,16 +76,13 @@ class CoordinatorService:
                 runtime.num_partitions = len(topic.partitions)
             for partition in range(runtime.num_partitions):
                 hosted = manager.partitions.get((runtime.topic, partition))
-                if hosted is not None and hosted.assignment.leader == self.broker.node_id:
+                if hosted is not None and hosted.assignment.leader == self._endpoint.node_id:
                     await self.become_leader(runtime.topic, partition, hosted.leader_epoch)
         self.txn.start()
 
     async def stop(self) -> None:
         self.txn.stop()
         self.group.stop()
-        self.verifier.close()
-        if self._marker_sender is not None:
-            self._marker_sender.close()
 
     async def become_leader(self, topic: str, partition: int, epoch: int) -> None:
         """This node now leads ``topic``-``partition``: serve its coordinator shard.
@@ -120,7 +100,7 @@ class CoordinatorService:
         runtime = self.group.runtime if topic == GROUP_TOPIC else self.txn.runtime
         runtime.unload(partition)
 
-    def coordinator_for(self, key_type: CoordinatorType, key: str) -> tuple[int, str, int] | None:
+    def coordinator_for(self, key_type: CoordinatorType, key: str) -> Node | None:
         """``(node_id, host, port)`` of the coordinator for ``key``, or None if unknown.
 
         The single place that maps a key to a node: the leader of its internal
@@ -128,6 +108,5 @@ class CoordinatorService:
         runtime = self.group.runtime if key_type is CoordinatorType.GROUP else self.txn.runtime
         partition = runtime.partition_for(key)
         if runtime.owns(partition):
-            return self.broker.node_id, self.broker.host, self.broker.port
-        cluster = self.broker.cluster
-        return None if cluster is None else cluster.leader_address(runtime.topic, partition)
+            return self._endpoint.node()
+        return None if self._leader_of is None else self._leader_of(runtime.topic, partition)

@@ -17,14 +17,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from broker.replication import controller_apis as apis
+from broker.replication.controller_channel import ControllerUnavailable
 from broker.replication.partition import ReplicatedPartition
 
 log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
-
-
-class ControllerUnavailable(Exception):
-    """No active controller answered before the deadline."""
 
 
 IsrChange = Callable[[tuple[int, ...]], tuple[int, ...]]

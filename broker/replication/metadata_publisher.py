@@ -11,17 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from broker import bugs
-from broker.config import topic_config
+from broker.config import BrokerConfig, topic_config
+from broker.coordinator.service import CoordinatorService
 from broker.log.log import Log
 from broker.metadata.image import MetadataDelta, MetadataImage
-from broker.replication.partition import ReplicatedPartition
+from broker.replication.partition import CaughtUp, ReplicatedPartition
+from broker.server.replica_manager import ReplicaManager
 from broker.server.topics import INTERNAL_TOPICS, PartitionAssignment, TopicInfo
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
@@ -41,28 +39,43 @@ def topic_table(image: MetadataImage) -> dict[str, TopicInfo]:
 
 
 class BrokerMetadataPublisher:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        config: BrokerConfig,
+        replica_manager: ReplicaManager,
+        coordinators: CoordinatorService,
+        on_replicas_changed: Callable[[], None],
+        on_caught_up: CaughtUp,
+        clean_start: bool,
+    ) -> None:
+        """``on_replicas_changed`` is told after the local replicas changed (the
+        fetchers follow the new leaders), ``on_caught_up`` is each new replica's ISR
+        expansion hook; ``clean_start`` says whether the last shutdown was clean, so
+        logs opened here recover accordingly."""
+        self.config = config
+        self.replica_manager = replica_manager
+        self.coordinators = coordinators
+        self.on_replicas_changed = on_replicas_changed
+        self.on_caught_up = on_caught_up
+        self.clean_start = clean_start
         self.image: MetadataImage | None = None
-        self.clean_start = False
         self.coordinators_ready = False
-        self.on_replicas_changed: Callable[[], None] | None = None
-        self.on_caught_up: Callable[[ReplicatedPartition, int], None] | None = None
         self._coordinated: dict[TopicPartition, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         self.image = image
         table = topic_table(image)
-        self.broker.topics.topics.clear()
-        self.broker.topics.topics.update(table)
+        topics = self.replica_manager.topics.topics
+        topics.clear()
+        topics.update(table)
         self._apply_replicas(table)
         if self.coordinators_ready:
             self.follow_coordinators()
 
     def _apply_replicas(self, table: dict[str, TopicInfo]) -> None:
-        node = self.broker.node_id
-        manager = self.broker.replica_manager
+        node = self.config.node_id
+        manager = self.replica_manager
         wanted = {
             (t.name, i): (t, a)
             for t in table.values()
@@ -77,8 +90,8 @@ class BrokerMetadataPublisher:
         for tp, (topic, assignment) in wanted.items():
             partition = manager.partitions.get(tp)
             if partition is None:
-                directory = self.broker.config.data_dir / f"{tp[0]}-{tp[1]}"
-                settings = topic_config(self.broker.config, topic.configs)
+                directory = self.config.data_dir / f"{tp[0]}-{tp[1]}"
+                settings = topic_config(self.config, topic.configs)
                 plog = Log.open(directory, settings, manager.ledger, self.clean_start)
                 hw = manager.recovered_hws.get(tp, 0)
                 if bugs.active("hw-truncation") and hw < plog.next_offset:
@@ -86,13 +99,12 @@ class BrokerMetadataPublisher:
                     # records above the checkpointed HW were committed and cuts them
                     log.info("truncating %s-%d from %d to its HW %d", *tp, plog.next_offset, hw)
                     plog.truncate_to(hw)
-                partition = ReplicatedPartition(tp[0], tp[1], plog, assignment, node, hw)
-                partition.on_caught_up = self.on_caught_up
-                manager.partitions[tp] = partition
+                manager.partitions[tp] = ReplicatedPartition(
+                    tp[0], tp[1], plog, assignment, node, hw, self.on_caught_up
+                )
             elif partition.assignment != assignment:
                 partition.reassign(assignment)
-        if self.on_replicas_changed is not None:
-            self.on_replicas_changed()
+        self.on_replicas_changed()
 
     def coordinators_started(self) -> None:
         """The coordinators loaded what this node leads at start; later changes follow."""
@@ -101,11 +113,12 @@ class BrokerMetadataPublisher:
         self.follow_coordinators()
 
     def _led_internal(self) -> dict[TopicPartition, int]:
-        node = self.broker.node_id
+        node = self.config.node_id
+        topics = self.replica_manager.topics.topics
         return {
             (name, index): a.leader_epoch
             for name in INTERNAL_TOPICS
-            if (topic := self.broker.topics.topics.get(name)) is not None
+            if (topic := topics.get(name)) is not None
             for index, a in enumerate(topic.partitions)
             if a.leader == node
         }
@@ -113,16 +126,14 @@ class BrokerMetadataPublisher:
     def follow_coordinators(self) -> None:
         """Loads the coordinator shard of every internal partition led here, at its
         leader epoch, and unloads those led elsewhere now."""
-        service = self.broker.services.get("coordinators")
-        if service is None:
-            return
         led = self._led_internal()
         for tp in [tp for tp in self._coordinated if tp not in led]:
             del self._coordinated[tp]
-            service.resign(*tp)
+            self.coordinators.resign(*tp)
         for tp, epoch in led.items():
             if self._coordinated.get(tp) != epoch:
                 self._coordinated[tp] = epoch
-                task = asyncio.get_running_loop().create_task(service.become_leader(*tp, epoch))
+                load = self.coordinators.become_leader(*tp, epoch)
+                task = asyncio.get_running_loop().create_task(load)
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)

@@ -31,6 +31,9 @@ from broker.server.topics import PartitionAssignment
 UNKNOWN = -1
 ACK_TIMEOUT_S = 30.0  # librdkafka's default request.timeout.ms
 
+CaughtUp = Callable[["ReplicatedPartition", int], None]
+"""``(partition, replica)``: a follower outside the ISR caught up with its leader."""
+
 
 class ReplicatedPartition(Partition):
     def __init__(
@@ -41,6 +44,7 @@ class ReplicatedPartition(Partition):
         assignment: PartitionAssignment,
         node_id: int,
         high_watermark: int = 0,
+        on_caught_up: CaughtUp | None = None,
     ) -> None:
         super().__init__(topic, index, log, assignment)
         self.node_id = node_id
@@ -49,7 +53,7 @@ class ReplicatedPartition(Partition):
         self.caught_up_at: dict[int, float] = {}  # monotonic time each follower last was
         self._last_fetch: dict[int, tuple[float, int]] = {}  # (time, leader LEO then)
         self.epoch_start_offset = log.next_offset
-        self.on_caught_up: Callable[[ReplicatedPartition, int], None] | None = None
+        self.on_caught_up = on_caught_up
         self._acks: list[tuple[int, asyncio.Future[None]]] = []
         self._data_waiters: set[asyncio.Future[None]] = set()
         self.deposed = False  # led an earlier epoch, another replica leads now

@@ -14,7 +14,8 @@ transaction's outcome decided by an earlier one (KAFKA-17754). The
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from kio.schema.add_partitions_to_txn.v4 import request as apt_req
 from kio.schema.types import ProducerId, TopicName, TransactionalId
@@ -22,13 +23,13 @@ from kio.static.primitive import i16, i32
 
 from broker import bugs
 from broker.coordinator.partitioning import CoordinatorType
+from broker.coordinator.txn.coordinator import TransactionCoordinator
 from broker.coordinator.txn.peers import PeerPool
 from broker.errors import ErrorCode, KafkaError
 from broker.log.batch import CorruptBatch, parse_header
 from broker.replication.peer_client import PeerError
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
+from broker.server.metadata_cache import Node
+from broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +68,20 @@ def verify_request(
 
 
 class TxnVerifier:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
-        self._peers = PeerPool(f"jepka-txn-verify-{broker.node_id}")
+    def __init__(
+        self,
+        node_id: int,
+        replica_manager: ReplicaManager,
+        txn: TransactionCoordinator,
+        coordinator_for: Callable[[CoordinatorType, str], Node | None],
+    ) -> None:
+        """``txn`` answers for the transactional ids coordinated here,
+        ``coordinator_for`` names the node that coordinates one."""
+        self._node_id = node_id
+        self._replica_manager = replica_manager
+        self._txn = txn
+        self._coordinator_for = coordinator_for
+        self._peers = PeerPool(f"jepka-txn-verify-{node_id}")
 
     async def check_append(
         self, transactional_id: str | None, topic: str, partition: int, records: bytes
@@ -85,7 +97,7 @@ class TxnVerifier:
             return  # the append refuses it with the proper error
         if not header.is_transactional or header.is_control:
             return
-        hosted = self._broker.replica_manager.partitions.get((topic, partition))
+        hosted = self._replica_manager.partitions.get((topic, partition))
         if hosted is None:
             return
         entry = hosted.log.producer_state.producers.get(header.producer_id)
@@ -103,13 +115,12 @@ class TxnVerifier:
     async def _ask(
         self, transactional_id: str, producer_id: int, epoch: int, tp: TopicPartition
     ) -> ErrorCode:
-        service = self._broker.services["coordinators"]
-        where = service.coordinator_for(CoordinatorType.TRANSACTION, transactional_id)
+        where = self._coordinator_for(CoordinatorType.TRANSACTION, transactional_id)
         if where is None:
             return ErrorCode.coordinator_not_available
-        if where[0] == self._broker.node_id:
+        if where[0] == self._node_id:
             try:
-                return service.txn.verify(transactional_id, producer_id, epoch, {tp})[tp]
+                return self._txn.verify(transactional_id, producer_id, epoch, {tp})[tp]
             except KafkaError as exc:
                 return exc.code
         request = verify_request(transactional_id, producer_id, epoch, tp)

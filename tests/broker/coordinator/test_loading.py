@@ -33,7 +33,7 @@ async def open_broker(
 ) -> tuple[Broker, CoordinatorService]:
     broker = Broker(load_config(1, "127.0.0.1:0", data_dir, None, settings))
     broker.replica_manager.open_all(clean=False)
-    service = CoordinatorService(broker)
+    service = broker.coordinators
     await service.start()
     return broker, service
 

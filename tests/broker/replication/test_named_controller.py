@@ -5,7 +5,7 @@ image), waits for it without end."""
 
 from __future__ import annotations
 
-from broker.replication.cluster_node import named_controller
+from broker.replication.metadata_cache import named_controller
 
 
 def test_the_active_controller_is_named_when_listed() -> None:

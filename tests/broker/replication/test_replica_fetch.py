@@ -39,9 +39,15 @@ def test_a_parked_fetch_woken_by_an_append_does_not_count_as_a_new_fetch(
 ) -> None:
     ledger = FsyncLedger(tmp_path)
     log = Log.open(tmp_path / "t-0", dict(DEFAULTS), ledger, clean=True)
-    leader = ReplicatedPartition("t", 0, log, PartitionAssignment([1, 2, 3], 1, 0, [1, 2, 3]), 1)
     expansions: list[int] = []
-    leader.on_caught_up = lambda _p, replica: expansions.append(replica)
+    leader = ReplicatedPartition(
+        "t",
+        0,
+        log,
+        PartitionAssignment([1, 2, 3], 1, 0, [1, 2, 3]),
+        1,
+        on_caught_up=lambda _p, replica: expansions.append(replica),
+    )
     manager = SimpleNamespace(partitions={("t", 0): leader})
     try:
         leader.log.append(bytearray(make_batch([b"before"])), 0)
