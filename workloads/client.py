@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from workloads.consuming import KeyConsumer
+from workloads.handles import Clients, close_producer
 from workloads.keys import PARTITIONS_PER_TOPIC, topic_partition, topics
 from workloads.outcomes import (
     ClientCrash,
@@ -35,7 +36,6 @@ from workloads.outcomes import (
     is_abortable,
 )
 
-log = logging.getLogger(__name__)
 # librdkafka's own log lines go to logging, not straight to stderr. Under
 # faults they are expected noise (refused connections...): what matters is in
 # the history, so they are hidden unless JEPKA_LIBRDKAFKA_LOG names a level.
@@ -115,10 +115,14 @@ class QueueClient:
 
     def open(self, test: Any, node: str) -> QueueClient:
         client = QueueClient(self.config, process=os.urandom(4).hex())
-        client.producer = Producer(self.config.producer_conf(client.process))
-        if self.config.transactional:
-            client.producer.init_transactions(self.config.op_timeout_s)
-        client.consumer = KeyConsumer(self.config.consumer_conf())
+        try:
+            client.producer = Producer(self.config.producer_conf(client.process))
+            if self.config.transactional:
+                client.producer.init_transactions(self.config.op_timeout_s)
+            client.consumer = KeyConsumer(self.config.consumer_conf())
+        except BaseException:
+            client.close(test)
+            raise
         return client
 
     def setup(self, test: Any) -> None:
@@ -130,11 +134,7 @@ class QueueClient:
 
     def close(self, test: Any) -> None:
         if self.producer is not None:
-            try:
-                self.producer.purge(in_queue=True, in_flight=True)
-                self.producer.flush(0)
-            except (KafkaException, RuntimeError) as e:
-                log.debug("producer close: %s", e)
+            close_producer(self.producer)
             self.producer = None
         if self.consumer is not None:
             self.consumer.close()
@@ -360,30 +360,31 @@ def create_topics(config: ClientConfig, timeout_s: float = 30.0) -> None:
     waits until every partition has a leader."""
     import time
 
-    admin = AdminClient({"bootstrap.servers": config.bootstrap, "logger": LIBRDKAFKA_LOG})
     wanted = topics(config.keys)
-    futures = admin.create_topics(
-        [NewTopic(t, PARTITIONS_PER_TOPIC, config.replication_factor) for t in wanted],
-        request_timeout=timeout_s,
-    )
-    for fut in futures.values():
-        try:
-            fut.result(timeout_s)
-        except KafkaException as e:
-            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
-    deadline = time.monotonic() + timeout_s
-    while True:
-        md = admin.list_topics(timeout=timeout_s)
-        ready = all(
-            t in md.topics
-            and md.topics[t].error is None
-            and len(md.topics[t].partitions) == PARTITIONS_PER_TOPIC
-            and all(p.leader >= 0 for p in md.topics[t].partitions.values())
-            for t in wanted
+    with Clients() as clients:
+        admin = clients.admin({"bootstrap.servers": config.bootstrap, "logger": LIBRDKAFKA_LOG})
+        futures = admin.create_topics(
+            [NewTopic(t, PARTITIONS_PER_TOPIC, config.replication_factor) for t in wanted],
+            request_timeout=timeout_s,
         )
-        if ready:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"topics {wanted} have no leaders after {timeout_s}s")
-        time.sleep(0.2)
+        for fut in futures.values():
+            try:
+                fut.result(timeout_s)
+            except KafkaException as e:
+                if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+        deadline = time.monotonic() + timeout_s
+        while True:
+            md = admin.list_topics(timeout=timeout_s)
+            ready = all(
+                t in md.topics
+                and md.topics[t].error is None
+                and len(md.topics[t].partitions) == PARTITIONS_PER_TOPIC
+                and all(p.leader >= 0 for p in md.topics[t].partitions.values())
+                for t in wanted
+            )
+            if ready:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topics {wanted} have no leaders after {timeout_s}s")
+            time.sleep(0.2)

@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 
 MAX_RECORDS = 500
 LEAVE_S = 5.0  # how long a replaced group member may take to leave
-ABANDONED: list[Consumer] = []  # group members that never left: kept, not closed
 FIRST_OFFSET = 0
 
 
@@ -54,6 +53,7 @@ class KeyConsumer:
         self.positions: dict[int, int] = {}
         self._used = False  # assigned or subscribed since it was created
         self._leaving: dict[int, threading.Event] = {}  # replaced group members
+        self._closing: list[threading.Thread] = []  # consumers being closed
         self.rebalance_log: list[dict[str, Any]] = []
         self.resets: list[dict[str, int]] = []
         self._lock = threading.Lock()
@@ -111,7 +111,7 @@ class KeyConsumer:
         if self._used:
             old = self.consumer
             self._new_consumer()
-            self._close_in_background(old, 0, self.subscribed)
+            self._close_in_background(old, self.subscribed)
             self._used = False
 
     def _log(self, kind: str, partitions: list[TP]) -> None:
@@ -224,18 +224,30 @@ class KeyConsumer:
         self.first_polled = {}
 
     def close(self, timeout_s: float = 5.0) -> None:
-        self._close_in_background(self.consumer, timeout_s, self.subscribed)
+        """Closes the consumer, then waits at most ``timeout_s`` in all until
+        it and every consumer it replaced are closed; this object is not to be
+        used after. It lets go of its consumer, whose rebalance callbacks refer
+        back here: otherwise one destroyed unclosed (below) would wait for the
+        cyclic GC."""
+        consumer = self.consumer
+        del self.consumer
+        self._close_in_background(consumer, self.subscribed)
+        deadline = time.monotonic() + timeout_s
+        for t in self._closing:
+            t.join(max(0.0, deadline - time.monotonic()))
 
-    def _close_in_background(self, consumer: Consumer, wait_s: float, grouped: bool) -> None:
-        """Closes a consumer on a daemon thread, waiting at most ``wait_s``: a
-        consumer leaving its group can block on a partitioned coordinator, and a
-        dead process must not hang the run.
+    def _close_in_background(self, consumer: Consumer, grouped: bool) -> None:
+        """Closes a consumer on a daemon thread (``close`` waits for it, up to
+        a limit): a consumer leaving its group can block on a partitioned
+        coordinator, and a dead process must not hang the run.
 
         A group member first leaves its group while polling, so that its revoke
         is served there: a revoke served inside ``close`` makes confluent-kafka
         call ``rd_kafka_assign`` with the GIL held, and that call can hang for
         good (librdkafka issue 4884), freezing every thread of the run. A member
-        whose revoke does not come within ``LEAVE_S`` is left unclosed."""
+        whose revoke does not come within ``LEAVE_S`` is not closed but
+        destroyed once its last reference goes: the destructor skips the group
+        leave and every callback."""
         left = threading.Event()
         if grouped:
             self._leaving[id(consumer)] = left
@@ -248,8 +260,7 @@ class KeyConsumer:
                     while not left.is_set() and time.monotonic() < deadline:
                         consumer.consume(MAX_RECORDS, 0.1)
                     if not left.is_set():
-                        log.warning("a replaced group consumer never left its group; not closed")
-                        ABANDONED.append(consumer)  # never collected: that would close it
+                        log.warning("a group consumer never left its group; destroyed unclosed")
                         return
                 consumer.close()
             except (KafkaException, RuntimeError) as e:
@@ -258,6 +269,5 @@ class KeyConsumer:
                 self._leaving.pop(id(consumer), None)
 
         t = threading.Thread(target=close, daemon=True, name="jepka-consumer-close")
+        self._closing = [*(c for c in self._closing if c.is_alive()), t]
         t.start()
-        if wait_s > 0:
-            t.join(wait_s)
