@@ -12,6 +12,10 @@ and completions come back on one shared queue. The loop follows Jepsen's
    thread's worker;
 3. when the generator is exhausted and nothing is in flight, stop.
 
+However the run ends, each worker then closes its client (a client left open
+keeps reconnecting to a cluster about to be torn down), and the run waits
+for that, up to ``close_timeout_s``.
+
 Every invocation and completion is passed to ``journal`` the moment it is
 stamped, so a run killed half-way leaves every op it made on disk. A thread
 whose op ends ``info`` (or ``end_process``) continues as a new process.
@@ -75,6 +79,7 @@ class Interpreter:
         start_ns: int | None = None,
         drain_timeout_s: float = 10.0,
         op_timeout_s: float = 60.0,
+        close_timeout_s: float = 10.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -85,6 +90,7 @@ class Interpreter:
         self.clock = clock
         self.start_ns = clock() if start_ns is None else start_ns
         self.drain_timeout_s = drain_timeout_s
+        self.close_timeout_s = close_timeout_s
         # A client call that never returns (librdkafka can block past its own
         # timeouts while brokers die) must not hang the run: after this long
         # the op completes ``info`` and the thread gets a fresh worker and
@@ -96,6 +102,7 @@ class Interpreter:
         self._completions: queue.SimpleQueue[tuple[Any, OpDict | None]] = queue.SimpleQueue()
         self._index = 0
         self._inboxes: dict[Any, queue.SimpleQueue[Any]] = {}
+        self._workers: list[threading.Thread] = []  # every worker thread, replaced ones too
         self._worker_ids: dict[Any, int] = {}  # thread -> id of its current worker
         self._running: dict[Any, OpDict] = {}  # thread -> op it is running
         self._next_timeout_check = 0
@@ -111,18 +118,37 @@ class Interpreter:
     def run(self) -> Outcome:
         """Runs until the generator is exhausted or ``stop`` is set; Ctrl-C
         (KeyboardInterrupt) counts as ``stop``."""
-        for t in [*range(self.concurrency), NEMESIS]:
-            self._spawn(t)
         interrupted = False
         try:
-            self._loop(self._inboxes)
-        except KeyboardInterrupt:
-            interrupted = True
-        interrupted = interrupted or self.stop.is_set()
-        abandoned = self._drain() if interrupted else 0
+            for t in [*range(self.concurrency), NEMESIS]:
+                self._spawn(t)
+            try:
+                self._loop(self._inboxes)
+            except KeyboardInterrupt:
+                interrupted = True
+            interrupted = interrupted or self.stop.is_set()
+            abandoned = self._drain() if interrupted else 0
+        finally:
+            self._stop_workers()
+        return Outcome(self._index, interrupted, abandoned)
+
+    def _stop_workers(self) -> None:
+        """Stops every worker and waits until they have closed their clients,
+        at most ``close_timeout_s`` in all; one stuck in a call is left to it
+        on its daemon thread, client open."""
         for inbox in self._inboxes.values():
             inbox.put(STOP)
-        return Outcome(self._index, interrupted, abandoned)
+        deadline = time.monotonic() + self.close_timeout_s
+        for worker in self._workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        stuck = [w.name for w in self._workers if w.is_alive()]
+        if stuck:
+            log.warning(
+                "%d worker(s) still in a call %g s after the run, their clients open: %s",
+                len(stuck),
+                self.close_timeout_s,
+                ", ".join(stuck),
+            )
 
     def _spawn(self, thread: Any) -> None:
         """A new worker for ``thread``; its completions are tagged with its id
@@ -134,7 +160,9 @@ class Interpreter:
             worker = NemesisWorker(self.test, self.nemesis)
         else:
             worker = ClientWorker(self.test, self.client, self.nodes[thread % len(self.nodes)])
-        self._inboxes[thread] = spawn((thread, worker_id), worker, self._completions.put)[0]
+        inbox, worker_thread = spawn((thread, worker_id), worker, self._completions.put)
+        self._inboxes[thread] = inbox
+        self._workers.append(worker_thread)
 
     def _time_out(self, ctx: Context, gen: Any) -> tuple[Context, Any]:
         """Completes ops running longer than the op timeout as ``info``."""

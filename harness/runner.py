@@ -123,8 +123,8 @@ def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterato
     package = build(list(spec.faults), seed=spec.seed, interval=spec.nemesis_interval)
     with cluster.healing():  # heals on the way out, also on SIGTERM/SIGHUP
         nemesis = ValidatingNemesis(package.bind(cluster.nemesis_context(seed=spec.seed)))
-        nemesis = nemesis.setup(test)
-        try:
+        try:  # teardown also closes the context's roles client, even after a failed setup
+            nemesis = nemesis.setup(test)
             yield nemesis, package
         finally:
             nemesis.teardown(test)

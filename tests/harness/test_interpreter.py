@@ -166,6 +166,7 @@ def test_stuck_client_is_abandoned_after_the_drain_timeout() -> None:
         concurrency=1,
         journal=history.append,
         drain_timeout_s=0.1,
+        close_timeout_s=0.1,
     )
     threading.Timer(0.1, it.stop.set).start()
     outcome = it.run()
@@ -227,6 +228,7 @@ def test_a_client_call_that_never_returns_times_out_as_info() -> None:
         concurrency=1,
         journal=history.append,
         op_timeout_s=0.3,
+        close_timeout_s=0.1,  # the hung worker is released only after the run
     )
     outcome = it.run()
     release.set()
@@ -251,6 +253,7 @@ def test_an_op_timeout_pseudo_op_sets_the_timeout_for_the_ops_after_it() -> None
         concurrency=1,
         journal=history.append,
         op_timeout_s=1.5,
+        close_timeout_s=0.1,
     )
     outcome = it.run()
     release.set()
@@ -265,3 +268,49 @@ def test_an_op_timeout_pseudo_op_sets_the_timeout_for_the_ops_after_it() -> None
         "timeout: no answer in 0.2 s",
     ]
     assert all(o["type"] != "op-timeout" for o in history)  # never in the history
+
+
+class Closing(NoopClient):
+    """Records each client it opens, and whether that client was closed; a
+    close takes a moment, as a Kafka client's does."""
+
+    def __init__(self, opened: list[Closing] | None = None) -> None:
+        self.opened = opened if opened is not None else []
+        self.closed = False
+
+    def open(self, test: Any, node: str) -> Closing:
+        client = Closing(self.opened)
+        self.opened.append(client)
+        return client
+
+    def close(self, test: Any) -> None:
+        time.sleep(0.2)
+        self.closed = True
+
+
+def test_every_client_is_closed_when_the_run_returns() -> None:
+    opened: list[Closing] = []
+    run(g.on_clients(g.limit(30, g.repeat({"f": "w"}))), client=Closing(opened), concurrency=3)
+    assert len(opened) == 3 and all(c.closed for c in opened)
+
+
+def test_every_client_is_closed_when_the_run_fails() -> None:
+    opened: list[Closing] = []
+    seen: list[dict] = []
+
+    def journal(op: dict) -> None:
+        if len(seen) == 10:
+            raise OSError("disk full")
+        seen.append(op)
+
+    it = Interpreter(
+        {},
+        g.on_clients(g.repeat({"f": "w"})),
+        client=Closing(opened),
+        nemesis=NoopNemesis(),
+        concurrency=2,
+        journal=journal,
+    )
+    with pytest.raises(OSError, match="disk full"):
+        it.run()
+    assert len(opened) == 2 and all(c.closed for c in opened)

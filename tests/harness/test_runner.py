@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from harness import runner
 from harness.cli import main
 from harness.generator.simulate import simulate
-from harness.runner import FaultTracker, RunState, build_generator
+from harness.runner import FaultTracker, RunState, build_generator, run_test
 from harness.spec import resolve
+from harness.store import HistoryWriter
 from nemesis.package import build as build_nemesis
+from tests.client_threads import client_threads
 from tests.workloads.broker_process import start_broker
 from workloads.workload import build as build_workload
 
@@ -179,6 +182,7 @@ def test_ctrl_c_stops_and_still_checks_what_was_recorded(
                 str(store),
             ]
         )
+        assert client_threads() == []  # every client closed before the verdict
     finally:
         presser.join(5)
         broker.kill()
@@ -191,3 +195,29 @@ def test_ctrl_c_stops_and_still_checks_what_was_recorded(
     assert results["valid"] in (True, False, "unknown")
     ops = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
     assert sum(o["type"] == "ok" for o in ops) >= 20
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.broker
+def test_a_run_that_fails_mid_way_closes_every_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = start_broker(tmp_path / "data")
+    monkeypatch.setattr(runner, "_start_spark", lambda: None)  # no verdict to give
+    append = HistoryWriter.append
+
+    def fail_after_40_ops(self: HistoryWriter, op: dict) -> None:
+        if op["index"] == 40:
+            raise OSError("disk full")
+        append(self, op)
+
+    monkeypatch.setattr(HistoryWriter, "append", fail_after_40_ops)
+    flags = {"workload": "txn", "time_limit": 300, "rate": 30, "concurrency": 2, "key_count": 2}
+    spec = resolve(None, {**flags, "bootstrap": broker.bootstrap, "store": str(tmp_path / "s")})
+    try:
+        with pytest.raises(OSError, match="disk full"):
+            run_test(spec)
+        assert client_threads() == []
+    finally:
+        broker.kill()
