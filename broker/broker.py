@@ -12,13 +12,14 @@ import logging
 import signal
 from collections.abc import Callable
 
-from broker.api.registry import load_handlers
+from broker.api.context import BrokerContext
+from broker.api.table import API_TABLE, api_version_entries
 from broker.config import BrokerConfig, ConfigError
 from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.coordinator.service import CoordinatorService, group_config, txn_config
 from broker.coordinator.txn.coordinator import ProducerIds, TransactionCoordinator
 from broker.coordinator.txn.marker_sender import MarkerSender
-from broker.coordinator.txn.markers import MarkerChannel
+from broker.coordinator.txn.markers import LeaderOf, MarkerChannel
 from broker.coordinator.txn.producer_ids import ProducerIdManager
 from broker.coordinator.txn.verification import TxnVerifier
 from broker.log.ledger import FsyncLedger, fsync_dir
@@ -38,33 +39,31 @@ CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
-        self.node_id = node_id = config.node_id
-        self.handlers = load_handlers()
+        node_id = config.node_id
         self.clean_start = (config.data_dir / CLEAN_SHUTDOWN_FILE).exists()
         self.endpoint = BrokerEndpoint(node_id, config.advertised_host, config.port)
         self.ledger = FsyncLedger(config.data_dir)
         self.topics = TopicStore(config.data_dir, self.ledger)
         self.replica_manager = manager = ReplicaManager(config, self.ledger, self.topics)
         self.cluster: ClusterNode | None = None
-        self.forwarding: ForwardingManager | None = None
         self.marker_sender: MarkerSender | None = None
-        self.group_coordinator = group = GroupCoordinator(group_config(config), manager)
+        group = GroupCoordinator(group_config(config), manager)
         if config["controller.quorum.voters"]:
             cluster = self.cluster = ClusterNode(config, self.ledger, manager, self.endpoint)
-            self.metadata_cache: MetadataCache = cluster.metadata_cache
-            self.forwarding = cluster.forwarding
+            metadata_cache: MetadataCache = cluster.metadata_cache
+            forwarding: ForwardingManager | None = cluster.forwarding
             self.marker_sender = MarkerSender(node_id)
-            leader_of = cluster.metadata_cache.leader
+            leader_of: LeaderOf | None = cluster.metadata_cache.leader
             producer_ids: ProducerIds = cluster.producer_ids
             markers = MarkerChannel(
                 node_id, manager, group.on_offsets_marker, leader_of, self.marker_sender.write
             )
         else:
-            self.metadata_cache = LocalMetadataCache(self.endpoint)
-            leader_of = None
+            metadata_cache = LocalMetadataCache(self.endpoint)
+            forwarding = leader_of = None
             producer_ids = ProducerIdManager(self.ledger)
             markers = MarkerChannel(node_id, manager, group.on_offsets_marker)
-        self.txn_coordinator = txn = TransactionCoordinator(
+        txn = TransactionCoordinator(
             txn_config(config), manager, markers, producer_ids, group.runtime.partition_for
         )
         self.coordinators = CoordinatorService(self.endpoint, manager, group, txn, leader_of)
@@ -81,16 +80,20 @@ class Broker:
                 self.clean_start,
             )
         )
+        context = BrokerContext(
+            config,
+            manager,
+            self.topics,
+            metadata_cache,
+            self.coordinators,
+            self.txn_verifier,
+            forwarding,
+            api_version_entries(API_TABLE),
+        )
         self.request_metrics = RequestMetrics()
-        self.server = SocketServer(self)
+        self.server = SocketServer(API_TABLE, context, self.request_metrics)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
-
-    def api_version_entries(self) -> list[dict[str, int]]:
-        return [
-            {"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version}
-            for s in sorted(self.handlers.values(), key=lambda s: s.api_key)
-        ]
 
     async def start(self) -> None:
         if self.clean_start:  # durably: a crash from here on must be recovered as unclean
@@ -158,7 +161,7 @@ class Broker:
             loop.add_signal_handler(sig, self.request_stop)
         await self.start()
         listen = f"{self.config.host}:{self.endpoint.port}"
-        ready = f"jepka broker ready node_id={self.node_id} listen={listen}"
+        ready = f"jepka broker ready node_id={self.config.node_id} listen={listen}"
         log.info(ready)
         print(ready, flush=True)
         await self._stopping.wait()

@@ -1,1 +1,2 @@
-"""One handler module per API family; see ``broker.api.registry``."""
+"""One handler module per API family; ``table`` maps API keys to handlers and
+``context`` is what a handler gets."""

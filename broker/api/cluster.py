@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
 from broker.errors import ErrorCode
 
 
-@api(60, 0, 1)
 async def handle_describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
 from broker.config import BROKER_KEYS, topic_config
 from broker.errors import ErrorCode
 
@@ -62,7 +62,6 @@ def describe_broker(ctx: RequestContext) -> list[dict[str, Any]]:
     ]
 
 
-@api(32, 1, 4)
 async def handle_describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     results = []
     for resource in request.resources:

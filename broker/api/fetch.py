@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
 from broker.errors import ErrorCode
 from broker.replication.replica_fetch import serve_replica_fetch
 from broker.server.replica_manager import FetchRequestPartition
@@ -14,7 +14,6 @@ from broker.server.replica_manager import FetchRequestPartition
 READ_COMMITTED = 1
 
 
-@api(1, 4, 12)
 async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if getattr(request, "replica_id", -1) >= 0 and ctx.broker.forwarding is not None:
         return await serve_replica_fetch(ctx.broker.replica_manager, request)

@@ -12,19 +12,14 @@ import datetime
 import time
 from typing import Any
 
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
 from broker.coordinator.group.membership import JoinRequest
 from broker.coordinator.group.offsets import CommittedOffset
 from broker.coordinator.partitioning import CoordinatorType
-from broker.coordinator.service import CoordinatorService
 from broker.errors import ErrorCode, KafkaError
 
 NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
-
-
-def coordinators(ctx: RequestContext) -> CoordinatorService:
-    return ctx.broker.coordinators
 
 
 def millis(value: datetime.timedelta | int) -> int:
@@ -41,7 +36,6 @@ def now_ms() -> int:
 # ---- FindCoordinator -----------------------------------------------------------------
 
 
-@api(10, 0, 4)
 async def handle_find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
     key_type = getattr(request, "key_type", 0)
     keys = list(request.coordinator_keys) if ctx.api_version >= 4 else [request.key]
@@ -64,7 +58,7 @@ def _find_one(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
             else ErrorCode.invalid_request
         )
         return {**answer, "error_code": code, "error_message": "empty key"}
-    node = coordinators(ctx).coordinator_for(kind, key)
+    node = ctx.broker.coordinators.coordinator_for(kind, key)
     if node is None:
         return {**answer, "error_code": ErrorCode.coordinator_not_available, "error_message": None}
     node_id, host, port = node
@@ -81,7 +75,6 @@ def _find_one(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
 # ---- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ----------------------------------------
 
 
-@api(11, 0, 9)
 async def handle_join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
     session_ms = millis(request.session_timeout)
     join = JoinRequest(
@@ -96,7 +89,7 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> dict[str, Any]
         require_known_member_id=ctx.api_version >= 4,
     )
     try:
-        result = await coordinators(ctx).group.join(request.group_id, join)
+        result = await ctx.broker.coordinators.group.join(request.group_id, join)
     except KafkaError as exc:
         return _join_response(ctx, exc.code, request.member_id)
     nullable = ctx.api_version >= 7
@@ -129,9 +122,8 @@ def _join_response(ctx: RequestContext, code: ErrorCode, member_id: str) -> dict
     }
 
 
-@api(14, 0, 5)
 async def handle_sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    group = coordinators(ctx).group
+    group = ctx.broker.coordinators.group
     try:
         error, assignment = await group.sync(
             request.group_id,
@@ -154,10 +146,9 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]
     }
 
 
-@api(12, 0, 4)
 async def handle_heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
     try:
-        error = coordinators(ctx).group.heartbeat(
+        error = ctx.broker.coordinators.group.heartbeat(
             request.group_id,
             request.generation_id,
             request.member_id,
@@ -168,14 +159,13 @@ async def handle_heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": error}
 
 
-@api(13, 0, 5)
 async def handle_leave_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.api_version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
     try:
-        errors = coordinators(ctx).group.leave(request.group_id, leaving)
+        errors = ctx.broker.coordinators.group.leave(request.group_id, leaving)
         top = errors[0] if ctx.api_version < 3 and errors else ErrorCode.none
     except KafkaError as exc:
         errors, top = [exc.code] * len(leaving), exc.code
@@ -228,11 +218,10 @@ def partition_errors(
     ]
 
 
-@api(8, 2, 8)
 async def handle_offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
     errors: dict[tuple[str, int], ErrorCode] | ErrorCode
     try:
-        errors = await coordinators(ctx).group.commit_offsets(
+        errors = await ctx.broker.coordinators.group.commit_offsets(
             request.group_id,
             request.generation_id_or_member_epoch,
             request.member_id,
@@ -244,7 +233,6 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> dict[str, A
     return {"throttle_time": 0, "topics": partition_errors(request, errors)}
 
 
-@api(9, 1, 8)
 async def handle_offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     require_stable = getattr(request, "require_stable", False)
     if ctx.api_version >= 8:
@@ -261,7 +249,7 @@ def _fetch_group(
         None if topics is None else [(t.name, p) for t in topics for p in _partition_indexes(t)]
     )
     try:
-        found = coordinators(ctx).group.fetch_offsets(group_id, wanted, require_stable)
+        found = ctx.broker.coordinators.group.fetch_offsets(group_id, wanted, require_stable)
     except KafkaError as exc:
         return {"group_id": group_id, "error_code": exc.code, "topics": []}
     by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -289,9 +277,8 @@ def _partition_indexes(topic: Any) -> tuple[int, ...]:
 # ---- DescribeGroups / ListGroups ----------------------------------------------------------
 
 
-@api(15, 0, 5)
 async def handle_describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    group_coordinator = coordinators(ctx).group
+    group_coordinator = ctx.broker.coordinators.group
     described = []
     for group_id in request.groups:
         entry: dict[str, Any] = {
@@ -331,10 +318,9 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> dict[str,
     return {"throttle_time": 0, "groups": described}
 
 
-@api(16, 0, 4)
 async def handle_list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     states = {s.lower() for s in getattr(request, "states_filter", ())}
-    groups = coordinators(ctx).group.list_groups(states or None)
+    groups = ctx.broker.coordinators.group.list_groups(states or None)
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
 from broker.errors import ErrorCode, KafkaError
 from broker.replication.partition import end_offset_for_epoch
 
@@ -24,7 +24,6 @@ def _answer(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
                 "end_offset": -1}  # fmt: skip
 
 
-@api(23, 2, 4)
 async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {
         "throttle_time": 0,

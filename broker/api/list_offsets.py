@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
 from broker.errors import ErrorCode, KafkaError
 from broker.server.partition import Partition
 
@@ -32,7 +32,6 @@ def lookup(partition: Partition, timestamp: int, read_committed: bool) -> tuple[
     return found
 
 
-@api(2, 1, 7)
 async def handle_list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
     read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     topics = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
 from broker.errors import ErrorCode, KafkaError
 from broker.server.topics import TopicInfo
 
@@ -57,7 +57,6 @@ def _requested(ctx: RequestContext, request: Any) -> list[str | uuid.UUID] | Non
     return [t.name if t.name is not None else t.topic_id for t in request.topics]
 
 
-@api(3, 0, 12)
 async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     store = broker.topics

@@ -6,14 +6,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
 from broker.errors import ErrorCode, KafkaError
 from broker.server.topics import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 
 
-@api(0, 3, 9)
 async def handle_produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     manager = ctx.broker.replica_manager
     responses = []

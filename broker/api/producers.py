@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
 from broker.errors import ErrorCode, KafkaError
 
 
@@ -24,7 +24,6 @@ def active_producers(ctx: RequestContext, topic: str, index: int) -> list[dict[s
     ]
 
 
-@api(61, 0, 0)
 async def handle_describe_producers(ctx: RequestContext, request: Any) -> dict[str, Any]:
     topics = []
     for topic in request.topics:

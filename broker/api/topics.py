@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
 from broker.config import topic_config
 from broker.controller.replication_control import EXCESSIVE_BATCH, excessive_batch
 from broker.errors import ErrorCode, KafkaError
 from broker.server.topics import check_topic_name
 
 
-@api(19, 2, 5)
 async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.broker.forwarding is not None and not request.validate_only:
         return await ctx.broker.forwarding.forward_create_topics(request)
@@ -72,7 +71,6 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
     return {"throttle_time": 0, "topics": results}
 
 
-@api(20, 1, 4)
 async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.broker.forwarding is not None:
         return await ctx.broker.forwarding.forward_delete_topics(list(request.topic_names))

@@ -14,8 +14,8 @@ import datetime
 import time
 from typing import Any
 
-from broker.api.group import coordinators, millis, partition_errors, requested_offsets
-from broker.api.registry import RequestContext, api
+from broker.api.context import RequestContext
+from broker.api.group import millis, partition_errors, requested_offsets
 from broker.coordinator.txn.markers import append_local
 from broker.coordinator.txn.state import TransactionState
 from broker.errors import ErrorCode, KafkaError
@@ -32,10 +32,9 @@ def client_code(ctx: RequestContext, code: ErrorCode) -> ErrorCode:
     return code
 
 
-@api(22, 0, 4)
 async def handle_init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
     try:
-        producer_id, epoch = await coordinators(ctx).txn.init_producer_id(
+        producer_id, epoch = await ctx.broker.coordinators.txn.init_producer_id(
             request.transactional_id,
             millis(request.transaction_timeout),
             getattr(request, "producer_id", -1),
@@ -52,7 +51,6 @@ async def handle_init_producer_id(ctx: RequestContext, request: Any) -> dict[str
     }
 
 
-@api(24, 0, 4)
 async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.api_version >= 4:
         results = [
@@ -81,7 +79,7 @@ def _verify_partitions(ctx: RequestContext, txn: Any) -> list[dict[str, Any]]:
     """A partition leader's KIP-890 question (verify_only): adds nothing."""
     wanted = {(t.name, int(p)) for t in txn.topics for p in t.partitions}
     try:
-        errors = coordinators(ctx).txn.verify(
+        errors = ctx.broker.coordinators.txn.verify(
             txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted
         )
     except KafkaError as exc:  # not the coordinator, or still loading
@@ -114,7 +112,7 @@ async def _add_partitions(
         }
     else:
         try:
-            await coordinators(ctx).txn.add_partitions(
+            await ctx.broker.coordinators.txn.add_partitions(
                 transactional_id, producer_id, epoch, set(wanted)
             )
             code = ErrorCode.none
@@ -124,10 +122,9 @@ async def _add_partitions(
     return _by_topic(errors)
 
 
-@api(25, 0, 3)
 async def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> dict[str, Any]:
     try:
-        await coordinators(ctx).txn.add_offsets(
+        await ctx.broker.coordinators.txn.add_offsets(
             request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
         )
         error = ErrorCode.none
@@ -136,10 +133,9 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> dict[s
     return {"throttle_time": 0, "error_code": error}
 
 
-@api(26, 0, 3)
 async def handle_end_txn(ctx: RequestContext, request: Any) -> dict[str, Any]:
     try:
-        await coordinators(ctx).txn.end_txn(
+        await ctx.broker.coordinators.txn.end_txn(
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed
         )
         error = ErrorCode.none
@@ -148,11 +144,10 @@ async def handle_end_txn(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": error}
 
 
-@api(28, 0, 3)
 async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
     errors: dict[tuple[str, int], ErrorCode] | ErrorCode
     try:
-        errors = await coordinators(ctx).group.commit_txn_offsets(
+        errors = await ctx.broker.coordinators.group.commit_txn_offsets(
             request.group_id,
             request.producer_id,
             request.producer_epoch,
@@ -166,11 +161,10 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> dict[st
     return {"throttle_time": 0, "topics": partition_errors(request, errors)}
 
 
-@api(27, 1, 1)
 async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> dict[str, Any]:
     """Broker-to-broker: a transaction coordinator's markers for partitions this
     node leads, answered once each is replicated (or with its error)."""
-    service = coordinators(ctx)
+    service = ctx.broker.coordinators
     answers = []
     for marker in request.markers:
         partitions = [(t.name, int(p)) for t in marker.topics for p in t.partition_indexes]
@@ -203,7 +197,6 @@ def _start_time(ms: int) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
 
 
-@api(65, 0, 0)
 async def handle_describe_transactions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     states = []
     for txn_id in request.transactional_ids:
@@ -218,7 +211,7 @@ async def handle_describe_transactions(ctx: RequestContext, request: Any) -> dic
             "topics": [],
         }
         try:
-            snapshot = coordinators(ctx).txn.describe(txn_id)
+            snapshot = ctx.broker.coordinators.txn.describe(txn_id)
         except KafkaError as exc:
             states.append({**entry, "error_code": exc.code})
             continue
@@ -237,7 +230,6 @@ async def handle_describe_transactions(ctx: RequestContext, request: Any) -> dic
     return {"throttle_time": 0, "transaction_states": states}
 
 
-@api(66, 0, 1)
 async def handle_list_transactions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     known = {state.kafka_name for state in TransactionState}
     wanted = set(request.state_filters)
@@ -250,7 +242,7 @@ async def handle_list_transactions(ctx: RequestContext, request: Any) -> dict[st
             "producer_id": snapshot.producer_id,
             "transaction_state": snapshot.state.kafka_name,
         }
-        for txn_id, snapshot in coordinators(ctx).txn.list_transactions()
+        for txn_id, snapshot in ctx.broker.coordinators.txn.list_transactions()
         if (not wanted or snapshot.state.kafka_name in wanted)
         and (not pids or snapshot.producer_id in pids)
         and (min_age_ms < 0 or (snapshot.start_ms >= 0 and now - snapshot.start_ms >= min_age_ms))

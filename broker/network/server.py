@@ -8,6 +8,9 @@ instead of growing the broker's memory. Frames larger than
 (logged), and so are connections idle for ``connections.max.idle.ms``;
 unsupported API versions are answered by ApiVersions with
 UNSUPPORTED_VERSION and otherwise close the connection, as Kafka does.
+
+The server is handed what it serves: the API table, the broker context its
+handlers get, and the metrics it records into.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import asyncio
 import logging
 import struct
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
-from broker.api.registry import RequestContext
+from broker.api.context import BrokerContext, RequestContext
+from broker.api.table import ApiSpec
 from broker.errors import ErrorCode, KafkaError
+from broker.network.metrics import RequestMetrics
 from broker.protocol.codec import (
     API_VERSIONS_KEY,
     DecodeError,
@@ -28,9 +33,6 @@ from broker.protocol.codec import (
     encode_response,
     peek_header,
 )
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger(__name__)
 SIZE = struct.Struct(">i")
@@ -42,9 +44,12 @@ class ConnectionClosed(Exception):
 
 class Connection:
     def __init__(
-        self, broker: Broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, server: SocketServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        self.broker = broker
+        self.config = server.context.config
+        self.apis = server.apis
+        self.context = server.context
+        self.metrics = server.metrics
         self.reader = reader
         self.writer = writer
         peer = writer.get_extra_info("peername") or ("?", 0)
@@ -68,7 +73,7 @@ class Connection:
             self.writer.close()
 
     async def _read_frame(self) -> bytes:
-        idle_ms = self.broker.config["connections.max.idle.ms"]
+        idle_ms = self.config["connections.max.idle.ms"]
         try:
             async with asyncio.timeout(idle_ms / 1000):
                 prefix = await self.reader.readexactly(SIZE.size)
@@ -76,7 +81,7 @@ class Connection:
             log.info("connection %s: idle for %d ms; closing", self.peer, idle_ms)
             raise ConnectionClosed from None
         (size,) = SIZE.unpack(prefix)
-        limit = self.broker.config["socket.request.max.bytes"]
+        limit = self.config["socket.request.max.bytes"]
         if size < 0 or size > limit:
             log.warning(
                 "connection %s: frame of %d bytes outside [0, %d]; closing", self.peer, size, limit
@@ -90,7 +95,7 @@ class Connection:
         except DecodeError as e:
             log.warning("connection %s: %s; closing", self.peer, e)
             raise ConnectionClosed from None
-        spec = self.broker.handlers.get(api_key)
+        spec = self.apis.get(api_key)
         if spec is None or not spec.min_version <= version <= spec.max_version:
             if api_key == API_VERSIONS_KEY:
                 return self._unsupported_api_versions(correlation_id)
@@ -104,7 +109,7 @@ class Connection:
             log.warning("connection %s: %s; closing", self.peer, e)
             raise ConnectionClosed from None
         ctx = RequestContext(
-            self.broker, api_key, version, correlation_id, client_id, self.peer.rsplit(":", 1)[0]
+            self.context, api_key, version, correlation_id, client_id, self.peer.rsplit(":", 1)[0]
         )
         started = time.perf_counter()
         try:
@@ -119,14 +124,14 @@ class Connection:
             if data is None
             else encode_response(api_key, correlation_id, build_response(api_key, version, data))
         )
-        self.broker.request_metrics.record(api_key, time.perf_counter() - started)
+        self.metrics.record(api_key, time.perf_counter() - started)
         return response
 
     def _unsupported_api_versions(self, correlation_id: int) -> bytes:
         """ApiVersions v0 with UNSUPPORTED_VERSION and our ranges, so the client retries."""
         data = {
             "error_code": ErrorCode.unsupported_version,
-            "api_keys": self.broker.api_version_entries(),
+            "api_keys": self.context.api_versions,
             "throttle_time": 0,
         }
         return encode_response(
@@ -135,8 +140,12 @@ class Connection:
 
 
 class SocketServer:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(
+        self, apis: Mapping[int, ApiSpec], context: BrokerContext, metrics: RequestMetrics
+    ) -> None:
+        self.apis = apis
+        self.context = context
+        self.metrics = metrics
         self.server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -150,7 +159,7 @@ class SocketServer:
         assert task is not None
         self._connections.add(task)
         try:
-            await Connection(self.broker, reader, writer).serve()
+            await Connection(self, reader, writer).serve()
         except asyncio.CancelledError:
             pass  # stopped by stop(); ending quietly spares 3.11's stream callback an error
         finally:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.api.registry import load_handlers
+from broker.api.table import API_TABLE
 from broker.launcher import BrokerProcess
 from tests.broker.coordinator.conftest import COORDINATOR_SETTINGS
 from tests.broker.wire import WireClient, create_topic
@@ -118,7 +118,7 @@ def error_codes(entity: Any) -> Iterator[ErrorCode]:
 
 
 def test_every_advertised_version_answers(tmp_path_factory: pytest.TempPathFactory) -> None:
-    handlers = load_handlers()
+    handlers = API_TABLE
     broker = BrokerProcess(
         tmp_path_factory.mktemp("versions") / "node1", list(COORDINATOR_SETTINGS)
     ).start()
