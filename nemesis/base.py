@@ -56,6 +56,12 @@ class NemesisContext:
         if self.roles is not None:
             self.roles.close()
 
+    def __enter__(self) -> NemesisContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 class Nemesis(Protocol):
     """A fault injector (Jepsen's `Nemesis` plus `Reflection`)."""

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from confluent_kafka.admin import AdminClient
 
 from harness.backends.base import Node
+from workloads.handles import Clients
 
 FIND_COORDINATOR = 10
 KEY_TYPES = {"group": 0, "transaction": 1}
@@ -72,6 +73,7 @@ class KafkaRoles:
         self.port = port
         self.rng = rng or random.Random(0)
         self.timeout = timeout
+        self._clients = Clients()
         self._admin: AdminClient | None = None
 
     @property
@@ -79,11 +81,14 @@ class KafkaRoles:
         """Connects on first use, so a context that never asks costs nothing."""
         if self._admin is None:
             bootstrap = ",".join(f"{n.address}:{self.port}" for n in self.nodes)
-            self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+            self._admin = self._clients.admin({"bootstrap.servers": bootstrap, "log_level": 3})
         return self._admin
 
     def close(self) -> None:
-        self._admin = None  # the handle's destructor stops librdkafka's threads
+        """Destroys the admin client, so it stops reconnecting; asking again
+        connects anew."""
+        self._admin = None
+        self._clients.close()
 
     def _name(self, broker_id: int) -> str:
         for n in self.nodes:

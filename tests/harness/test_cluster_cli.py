@@ -39,14 +39,14 @@ def test_cluster_cli_heals_and_removes_a_dead_runs_leftovers(tmp_path: Path) -> 
     try:
         # A harness applies faults and "dies": only the registry remains.
         cluster = Cluster.attach(name, store)
-        ctx = cluster.nemesis_context(seed=1)
         pkg = build("pause,partition,kill", seed=1)
-        pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "start-partition", "value": "one"})
-        pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "pause", "value": ["n1"]})
-        pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "kill", "value": ["n2"]})
+        with cluster.nemesis_context(seed=1) as ctx:
+            pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "start-partition", "value": "one"})
+            pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "pause", "value": ["n1"]})
+            pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "kill", "value": ["n2"]})
         faults = Registry(store, name).load()["faults"]
         assert [f["f"] for f in faults] == ["partition", "pause", "kill"]
-        del cluster, ctx
+        del cluster
 
         status = jepka("status", "--name", name, "--store", store)
         assert "broker=paused" in status.stdout and "broker=down" in status.stdout
@@ -91,8 +91,9 @@ import sys, time
 from harness.cluster import Cluster, ClusterSpec
 from nemesis.package import build
 cluster = Cluster.up(ClusterSpec(name=sys.argv[1], nodes=2), sys.argv[2])
-build("partition", seed=1).nemesis.invoke(
-    cluster.nemesis_context(), {"process": "nemesis", "f": "start-partition", "value": "one"})
+with cluster.nemesis_context() as ctx:
+    build("partition", seed=1).nemesis.invoke(
+        ctx, {"process": "nemesis", "f": "start-partition", "value": "one"})
 print(cluster.state["tag"], flush=True)
 time.sleep(300)
 """

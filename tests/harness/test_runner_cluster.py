@@ -122,9 +122,10 @@ def test_replication_defaults_follow_the_node_count() -> None:
 def test_compose_nodes_form_one_cluster(tmp_path: Path) -> None:
     """A topic at RF 3 on the replicated compose cluster has a replica on
     each container, every one of them in the ISR."""
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
     from tests.harness.backends.test_docker import docker_unavailable, project_objects
+    from workloads.handles import Clients
 
     reason = docker_unavailable()
     if reason:
@@ -133,15 +134,16 @@ def test_compose_nodes_form_one_cluster(tmp_path: Path) -> None:
     cluster = Cluster.up(spec, tmp_path)
     project = cluster.state["project"]
     try:
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        admin.create_topics([NewTopic("rf3", 2, 3)])["rf3"].result(timeout=30)
-        deadline = time.monotonic() + 30  # every node applies the creation in its own time
-        while "rf3" not in (md := admin.list_topics(timeout=30)).topics:
-            assert time.monotonic() < deadline, "rf3 never showed in the metadata"
-            time.sleep(0.2)
-        assert sorted(md.brokers) == [1, 2, 3]
-        for p in md.topics["rf3"].partitions.values():
-            assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3]
+        with Clients() as clients:
+            admin = clients.admin({"bootstrap.servers": cluster.bootstrap})
+            admin.create_topics([NewTopic("rf3", 2, 3)])["rf3"].result(timeout=30)
+            deadline = time.monotonic() + 30  # every node applies the creation in its own time
+            while "rf3" not in (md := admin.list_topics(timeout=30)).topics:
+                assert time.monotonic() < deadline, "rf3 never showed in the metadata"
+                time.sleep(0.2)
+            assert sorted(md.brokers) == [1, 2, 3]
+            for p in md.topics["rf3"].partitions.values():
+                assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3]
     finally:
         cluster.down()
     assert project_objects(project) == []

@@ -4,11 +4,14 @@ shared by the fault tests and healed after each one."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from typing import Any
 
 import pytest
 
 from harness.cluster import Cluster, ClusterSpec
+from nemesis.base import NemesisContext
 from tests.nemesis.probes import leftovers, netns_available
 
 
@@ -36,3 +39,15 @@ def cluster(local_cluster: Cluster) -> Iterator[Cluster]:
         yield local_cluster
     finally:
         local_cluster.heal()
+
+
+@pytest.fixture
+def nemesis_context(cluster: Cluster) -> Iterator[Callable[..., NemesisContext]]:
+    """``cluster.nemesis_context``, each context closed after the test: one
+    that asked who holds a role keeps an admin client until then."""
+    with ExitStack() as stack:
+
+        def context(**kwargs: Any) -> NemesisContext:
+            return stack.enter_context(cluster.nemesis_context(**kwargs))
+
+        yield context

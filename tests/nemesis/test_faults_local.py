@@ -9,20 +9,23 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from harness.backends.base import Node
 from harness.cluster import Cluster
 from harness.db.base import faketime_file, process_state
 from harness.net import iptables
+from nemesis.base import NemesisContext
 from nemesis.grudge import blocked_pairs
 from nemesis.package import build
 from nemesis.roles import KafkaRoles
 from tests.nemesis.probes import api_versions_answers, connection_matrix
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.integration, pytest.mark.netns, pytest.mark.broker, pytest.mark.slow]
 
@@ -32,9 +35,11 @@ def op(f: str, value: object = None) -> dict:
 
 
 @pytest.mark.parametrize("kind", ["one", "majority", "majorities-ring", "bridge", "minority-third"])
-def test_partition_blocks_exactly_the_grudge(cluster: Cluster, kind: str) -> None:
+def test_partition_blocks_exactly_the_grudge(
+    cluster: Cluster, nemesis_context: Callable[..., NemesisContext], kind: str
+) -> None:
     pkg = build("partition", seed=11)
-    ctx = cluster.nemesis_context(seed=hash(kind) % 1000)
+    ctx = nemesis_context(seed=hash(kind) % 1000)
     done = pkg.nemesis.invoke(ctx, op("start-partition", kind))
     grudge = {n: frozenset(v) for n, v in done["value"]["grudge"].items()}
     expected = blocked_pairs(grudge)
@@ -48,9 +53,11 @@ def test_partition_blocks_exactly_the_grudge(cluster: Cluster, kind: str) -> Non
     assert all(iptables.rules(n) == [] for n in cluster.nodes)
 
 
-def test_clients_partition_cuts_only_the_harness(cluster: Cluster) -> None:
+def test_clients_partition_cuts_only_the_harness(
+    cluster: Cluster, nemesis_context: Callable[..., NemesisContext]
+) -> None:
     pkg = build("clients", seed=1)
-    ctx = cluster.nemesis_context(seed=5)
+    ctx = nemesis_context(seed=5)
     done = pkg.nemesis.invoke(ctx, op("start-partition", {"kind": "clients", "targets": "n2"}))
     assert done["value"]["cut"] == ["n2"]
     answers = {n.name: api_versions_answers(n.address, cluster.db.port, 1.0) for n in cluster.nodes}
@@ -58,7 +65,9 @@ def test_clients_partition_cuts_only_the_harness(cluster: Cluster) -> None:
     assert connection_matrix(cluster.nodes, cluster.db.port) == set()
 
 
-def test_isolate_controller_asks_the_cluster(cluster: Cluster) -> None:
+def test_isolate_controller_asks_the_cluster(
+    cluster: Cluster, nemesis_context: Callable[..., NemesisContext]
+) -> None:
     class Roles:
         asked: list[str] = []
 
@@ -66,8 +75,11 @@ def test_isolate_controller_asks_the_cluster(cluster: Cluster) -> None:
             self.asked.append("controller")
             return "n3"
 
+        def close(self) -> None:
+            pass
+
     roles = Roles()
-    ctx = cluster.nemesis_context(seed=1, roles=roles)  # type: ignore[arg-type]
+    ctx = nemesis_context(seed=1, roles=roles)  # type: ignore[arg-type]
     done = build("isolate-controller", seed=1).nemesis.invoke(
         ctx, op("start-partition", "isolate-controller")
     )
@@ -79,9 +91,11 @@ def test_isolate_controller_asks_the_cluster(cluster: Cluster) -> None:
     }
 
 
-def test_pause_stops_the_process_until_resumed(cluster: Cluster) -> None:
+def test_pause_stops_the_process_until_resumed(
+    cluster: Cluster, nemesis_context: Callable[..., NemesisContext]
+) -> None:
     pkg = build("pause", seed=1)
-    ctx = cluster.nemesis_context()
+    ctx = nemesis_context()
     n2 = cluster.nodes[1]
     done = pkg.nemesis.invoke(ctx, op("pause", ["n2"]))
     assert done["value"] == {"paused": ["n2"]}
@@ -93,42 +107,48 @@ def test_pause_stops_the_process_until_resumed(cluster: Cluster) -> None:
     assert api_versions_answers(n2.address, cluster.db.port)
 
 
-def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def _create_topic(bootstrap: str, topic: str) -> None:
     # One replica per topic until replication exists: min ISR 1 lets acks=all succeed.
     new = NewTopic(topic, 1, 1, config={"min.insync.replicas": "1"})
-    admin.create_topics([new])[topic].result(timeout=20)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for v in values:
-        producer.produce(topic, v)
-    assert producer.flush(20) == 0
+    with Clients() as clients:
+        admin = clients.admin({"bootstrap.servers": bootstrap})
+        admin.create_topics([new])[topic].result(timeout=20)
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    _create_topic(bootstrap, topic)
+    with Clients() as clients:
+        producer = clients.producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for v in values:
+            producer.produce(topic, v)
+        assert producer.flush(20) == 0
 
 
 def _consume_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "probe", "enable.auto.commit": False}
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
     got: list[bytes] = []
-    try:
+    with Clients() as clients:
+        consumer = clients.consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "probe", "enable.auto.commit": False}
+        )
+        consumer.assign([TopicPartition(topic, 0, 0)])
         for _ in range(60):
             msg = consumer.poll(0.5)
             if msg is not None and not msg.error():
                 got.append(msg.value())
             if len(got) >= count:
                 break
-    finally:
-        consumer.close()
     return got
 
 
-def test_kill_removes_the_process_and_start_keeps_its_data(cluster: Cluster) -> None:
+def test_kill_removes_the_process_and_start_keeps_its_data(
+    cluster: Cluster, nemesis_context: Callable[..., NemesisContext]
+) -> None:
     n3 = cluster.nodes[2]
     bootstrap = f"{n3.address}:{cluster.db.port}"
     values = [f"v{i}".encode() for i in range(20)]
     _produce(bootstrap, "kill-probe", values)
     pkg = build("kill", seed=1)
-    ctx = cluster.nemesis_context()
+    ctx = nemesis_context()
     pid = n3.run(f"cat {n3.root}/broker.pid").out.strip()
     assert pkg.nemesis.invoke(ctx, op("kill", ["n3"]))["value"] == {"killed": ["n3"]}
     assert process_state(n3) == ""
@@ -145,21 +165,22 @@ def _broker_clock(cluster: Cluster, node: Node) -> float:
     """The broker's own wall clock: it stamps its log lines with it, so make
     it log (create a topic) and read the stamp of that line."""
     topic = f"clock-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": f"{node.address}:{cluster.db.port}"})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=20)
+    _create_topic(f"{node.address}:{cluster.db.port}", topic)
     log = os.path.join(cluster.db.data_dir(node), "broker.log")
     line = next(line for line in reversed(Path(log).read_text().splitlines()) if topic in line)
     stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
     return stamp.timestamp()
 
 
-def test_clock_bump_moves_the_broker_clock(cluster: Cluster) -> None:
+def test_clock_bump_moves_the_broker_clock(
+    cluster: Cluster, nemesis_context: Callable[..., NemesisContext]
+) -> None:
     n1 = cluster.nodes[0]
     pid = n1.run(f"cat {n1.root}/broker.pid").out.strip()
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     assert any(e.startswith(b"LD_PRELOAD=") and b"faketime" in e for e in environ)
     pkg = build("clock", seed=1)
-    ctx = cluster.nemesis_context()
+    ctx = nemesis_context()
     done = pkg.nemesis.invoke(ctx, op("bump-clock", {"targets": ["n1"], "delta_ms": -7_200_000}))
     assert done["value"] == {"nodes": ["n1"], "offset_ms": -7_200_000.0}
     assert Path(faketime_file(n1)).read_text().strip() == "-7200.000"
@@ -169,18 +190,22 @@ def test_clock_bump_moves_the_broker_clock(cluster: Cluster) -> None:
     assert abs(time.time() - _broker_clock(cluster, n1)) < 60
 
 
-def test_clock_strobe_flips_and_returns(cluster: Cluster) -> None:
+def test_clock_strobe_flips_and_returns(
+    cluster: Cluster, nemesis_context: Callable[..., NemesisContext]
+) -> None:
     pkg = build("clock-strobe", seed=1)
-    ctx = cluster.nemesis_context()
+    ctx = nemesis_context()
     value = {"targets": ["n2"], "delta_ms": 60_000, "period_ms": 50, "duration_s": 0.5}
     done = pkg.nemesis.invoke(ctx, op("strobe-clock", value))
     assert done["value"]["flips"] >= 2
     assert Path(faketime_file(cluster.nodes[1])).read_text().strip() == "+0.000"
 
 
-def test_random_schedule_then_heal_leaves_nothing(cluster: Cluster) -> None:
+def test_random_schedule_then_heal_leaves_nothing(
+    cluster: Cluster, nemesis_context: Callable[..., NemesisContext]
+) -> None:
     pkg = build("kill,pause,partition,clock", seed=42, interval=0.2)
-    ctx = cluster.nemesis_context(seed=42)
+    ctx = nemesis_context(seed=42)
     timeline = pkg.schedule(3)[:12]
     assert {o["f"] for _, o in timeline} & {"kill", "pause", "start-partition", "bump-clock"}
     for _, o in timeline:
@@ -199,9 +224,9 @@ import sys, time
 from harness.cluster import Cluster
 from nemesis.package import build
 cluster = Cluster.attach(sys.argv[1], sys.argv[2])
-with cluster.healing():
+with cluster.healing(), cluster.nemesis_context() as ctx:
     build("pause", seed=1).nemesis.invoke(
-        cluster.nemesis_context(), {"process": "nemesis", "f": "pause", "value": ["n1"]})
+        ctx, {"process": "nemesis", "f": "pause", "value": ["n1"]})
     print("faulted", flush=True)
     time.sleep(120)
 """
@@ -225,8 +250,10 @@ def test_a_signalled_run_heals_on_its_way_out(cluster: Cluster) -> None:
     assert api_versions_answers(cluster.nodes[0].address, cluster.db.port)
 
 
-def test_isolate_coordinator_and_leader_with_live_roles(cluster: Cluster) -> None:
-    ctx = cluster.nemesis_context(seed=2)  # asks the live cluster by default
+def test_isolate_coordinator_and_leader_with_live_roles(
+    cluster: Cluster, nemesis_context: Callable[..., NemesisContext]
+) -> None:
+    ctx = nemesis_context(seed=2)  # asks the live cluster by default
     roles = ctx.roles
     assert isinstance(roles, KafkaRoles)
     holder = roles.coordinator("group", "g-iso")
@@ -239,8 +266,7 @@ def test_isolate_coordinator_and_leader_with_live_roles(cluster: Cluster) -> Non
     assert done["value"]["grudge"][holder] == others
     pkg.nemesis.invoke(ctx, op("stop-partition"))
     for node in cluster.nodes:  # brokers are independent until replication: tell each
-        admin = AdminClient({"bootstrap.servers": f"{node.address}:{cluster.db.port}"})
-        admin.create_topics([NewTopic("lead", 1, 1)])["lead"].result(timeout=20)
+        _create_topic(f"{node.address}:{cluster.db.port}", "lead")
     leader = roles.leader("lead", 0)
     done = pkg.nemesis.invoke(
         ctx, op("start-partition", {"kind": "isolate-leader", "topic": "lead", "partition": 0})

@@ -5,17 +5,20 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from harness.backends.base import Node
 from harness.cluster import Cluster
 from harness.db.base import DaemonDB, process_state, stdout_file
+from nemesis.base import NemesisContext
 from nemesis.disk import lose_unfsynced, parse_ledger
 from nemesis.package import build
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.integration, pytest.mark.netns, pytest.mark.slow]
 
@@ -71,15 +74,18 @@ def test_truncates_each_file_to_its_last_synced_size(cluster: Cluster) -> None:
         db.kill(node)
 
 
-def test_power_loss_on_a_broker_restarts_it(cluster: Cluster) -> None:
+def test_power_loss_on_a_broker_restarts_it(
+    cluster: Cluster,
+    nemesis_context: Callable[..., NemesisContext],
+    kafka_clients: Clients,
+) -> None:
     n2 = cluster.nodes[1]
-    bootstrap = f"{n2.address}:{cluster.db.port}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = kafka_clients.admin({"bootstrap.servers": f"{n2.address}:{cluster.db.port}"})
     admin.create_topics([NewTopic("power", 1, 1)])["power"].result(timeout=20)
     pid = n2.run(f"cat {n2.root}/broker.pid").out.strip()
     pkg = build("lose-unfsynced", seed=3)
     done = pkg.nemesis.invoke(
-        cluster.nemesis_context(), {"process": "nemesis", "f": "lose-unfsynced", "value": ["n2"]}
+        nemesis_context(), {"process": "nemesis", "f": "lose-unfsynced", "value": ["n2"]}
     )
     assert done["type"] == "info" and done["value"]["nodes"] == ["n2"]
     assert process_state(n2) in ("S", "R")

@@ -38,31 +38,31 @@ def test_brokers_and_faults_over_ssh(
     )
     cluster = Cluster.up(spec, tmp_path / "store")
     try:
-        assert [n.address for n in cluster.nodes] == hosts
-        assert cluster.client_address == gateway  # as the hosts see the harness
-        ctx = cluster.nemesis_context(seed=3)
-        pkg = build("kill,pause,partition,clock", seed=3)
-        done = pkg.nemesis.invoke(
-            ctx, {"process": "nemesis", "f": "start-partition", "value": "one"}
-        )
-        loner = next(n for n, d in done["value"]["grudge"].items() if len(d) == 2)
-        others = {n.name for n in cluster.nodes} - {loner}
-        assert connection_matrix(cluster.nodes, cluster.db.port) == {
-            frozenset((loner, o)) for o in others
-        }
-        pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "pause", "value": ["n2"]})
-        assert process_state(cluster.nodes[1]) == "T"
-        pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "kill", "value": ["n3"]})
-        assert process_state(cluster.nodes[2]) == ""
-        cluster.heal()
-        assert connection_matrix(cluster.nodes, cluster.db.port) == set()
-        for node in cluster.nodes:
-            assert iptables.rules(node) == []
-            assert api_versions_answers(node.address, cluster.db.port)
-        log = tmp_path / "store" / "clusters" / spec.name / "n1" / "ssh.log"
-        assert "iptables" in log.read_text()
-        got = cluster.collect_logs(tmp_path / "logs")
-        assert any(p.endswith("broker.log") for p in got)
+        with cluster.nemesis_context(seed=3) as ctx:
+            assert [n.address for n in cluster.nodes] == hosts
+            assert cluster.client_address == gateway  # as the hosts see the harness
+            pkg = build("kill,pause,partition,clock", seed=3)
+            done = pkg.nemesis.invoke(
+                ctx, {"process": "nemesis", "f": "start-partition", "value": "one"}
+            )
+            loner = next(n for n, d in done["value"]["grudge"].items() if len(d) == 2)
+            others = {n.name for n in cluster.nodes} - {loner}
+            assert connection_matrix(cluster.nodes, cluster.db.port) == {
+                frozenset((loner, o)) for o in others
+            }
+            pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "pause", "value": ["n2"]})
+            assert process_state(cluster.nodes[1]) == "T"
+            pkg.nemesis.invoke(ctx, {"process": "nemesis", "f": "kill", "value": ["n3"]})
+            assert process_state(cluster.nodes[2]) == ""
+            cluster.heal()
+            assert connection_matrix(cluster.nodes, cluster.db.port) == set()
+            for node in cluster.nodes:
+                assert iptables.rules(node) == []
+                assert api_versions_answers(node.address, cluster.db.port)
+            log = tmp_path / "store" / "clusters" / spec.name / "n1" / "ssh.log"
+            assert "iptables" in log.read_text()
+            got = cluster.collect_logs(tmp_path / "logs")
+            assert any(p.endswith("broker.log") for p in got)
     finally:
         cluster.down()
     for host in hosts:
