@@ -21,57 +21,11 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from checkers.cycles.edges import PROCESS, REALTIME, REL_NAMES, WR, WW
 from checkers.cycles.graph import Graph
+from checkers.cycles.kinds import SPECS, Spec
 
 WITNESS_TRIES = 4  # candidate edges tried per component, keeping the shortest cycle
 MAX_CYCLES = 64  # components searched per spec; the rest are counted only
 
-
-@dataclass(frozen=True)
-class Spec:
-    kind: str  # the anomaly reported
-    allowed: int
-    required: tuple[int, ...]
-    pure_wr: bool = False
-    skip_if: tuple[str, ...] = ()  # specs whose components already explain this one
-
-    @property
-    def name(self) -> str:
-        return self.kind + (" (pure wr)" if self.pure_wr else "")
-
-
-SPECS: tuple[Spec, ...] = (
-    Spec("G0", WW, (WW,)),
-    Spec("G1c", WR, (WR,), pure_wr=True),
-    Spec("G1c", WW | WR, (WR,), skip_if=("G1c (pure wr)",)),
-    Spec("G0-process", WW | PROCESS, (PROCESS,), skip_if=("G0",)),
-    Spec("G1c-process", WR | PROCESS, (WR, PROCESS), pure_wr=True, skip_if=("G1c (pure wr)",)),
-    Spec(
-        "G1c-process",
-        WW | WR | PROCESS,
-        (WR, PROCESS),
-        skip_if=("G1c (pure wr)", "G1c", "G1c-process (pure wr)"),
-    ),
-    Spec("G0-realtime", WW | PROCESS | REALTIME, (REALTIME,), skip_if=("G0", "G0-process")),
-    Spec(
-        "G1c-realtime",
-        WR | PROCESS | REALTIME,
-        (WR, REALTIME),
-        pure_wr=True,
-        skip_if=("G1c (pure wr)", "G1c-process (pure wr)"),
-    ),
-    Spec(
-        "G1c-realtime",
-        WW | WR | PROCESS | REALTIME,
-        (WR, REALTIME),
-        skip_if=(
-            "G1c (pure wr)",
-            "G1c",
-            "G1c-process (pure wr)",
-            "G1c-process",
-            "G1c-realtime (pure wr)",
-        ),
-    ),
-)
 
 PRIORITY = (WW, WR, PROCESS, REALTIME)
 
@@ -159,7 +113,7 @@ def find_cycles(graph: Graph, *, ww_deps: bool = True, timeout_s: float = 30.0) 
     inside = (whole[graph.src] == whole[graph.dst]) & (rel != 0)
     src, dst, rel = graph.src[inside], graph.dst[inside], rel[inside]
     deadline = time.monotonic() + timeout_s
-    covered: dict[str, np.ndarray] = {}
+    covered: dict[Spec, np.ndarray] = {}
     for spec in SPECS:
         mask = (rel & spec.allowed) != 0
         s, d, r = src[mask], dst[mask], rel[mask] & spec.allowed
@@ -180,12 +134,13 @@ def find_cycles(graph: Graph, *, ww_deps: bool = True, timeout_s: float = 30.0) 
                 ok &= ~hit
         comps = np.flatnonzero(ok)
         cov = ok[labels].astype(float)
-        covered[spec.name] = cov
+        covered[spec] = cov
         if len(comps) == 0:
             continue
-        report.counts[spec.kind] = report.counts.get(spec.kind, 0) + len(comps)
+        kind = spec.kind.name
+        report.counts[kind] = report.counts.get(kind, 0) + len(comps)
         if spec.pure_wr:
-            report.pure_counts[spec.kind] = report.pure_counts.get(spec.kind, 0) + len(comps)
+            report.pure_counts[kind] = report.pure_counts.get(kind, 0) + len(comps)
         order = np.argsort(labels[s[internal]], kind="stable")
         es, ed, er = s[internal][order], d[internal][order], r[internal][order]
         el = labels[es]
@@ -197,14 +152,14 @@ def find_cycles(graph: Graph, *, ww_deps: bool = True, timeout_s: float = 30.0) 
             ]
             if time.monotonic() > deadline:
                 report.timeouts.append(
-                    {"spec": spec.name, "kind": spec.kind, "component_size": len(nodes)}
+                    {"spec": spec.name, "kind": kind, "component_size": len(nodes)}
                 )
                 continue
             lo, hi = np.searchsorted(el, c), np.searchsorted(el, c, side="right")
             steps = _witness(nodes, es[lo:hi], ed[lo:hi], er[lo:hi], spec)
             if steps is None:
                 report.timeouts.append(
-                    {"spec": spec.name, "kind": spec.kind, "component_size": len(nodes)}
+                    {"spec": spec.name, "kind": kind, "component_size": len(nodes)}
                 )
                 continue
             cycle = []
@@ -221,7 +176,7 @@ def find_cycles(graph: Graph, *, ww_deps: bool = True, timeout_s: float = 30.0) 
                 )
             report.cycles.append(
                 {
-                    "kind": spec.kind,
+                    "kind": kind,
                     "pure_wr": spec.pure_wr,
                     "needs_ww": any(st["rel"] == "ww" for st in cycle),
                     "component_size": len(nodes),

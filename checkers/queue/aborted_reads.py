@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
+from checkers.kind import Case, Kind, PerKey
 from checkers.queue.key_log import FAIL, OK, KeyLog, equi_join, pair_codes
+from checkers.wording import at_offset, op_name
 
 
-def g1a(kl: KeyLog) -> Iterator[dict[str, Any]]:
+def g1a(kl: KeyLog) -> Iterator[Case]:
     """G1a, aborted read: an OK poll returned a value whose sending op definitely
     failed. A read_committed consumer must never see an aborted transaction's
     records."""
@@ -27,7 +28,7 @@ def g1a(kl: KeyLog) -> Iterator[dict[str, Any]]:
         }
 
 
-def precommitted_read(kl: KeyLog) -> Iterator[dict[str, Any]]:
+def precommitted_read(kl: KeyLog) -> Iterator[Case]:
     """A transaction polled a value it sent itself. Most databases allow reading
     your own writes, but under Kafka's read_committed a record is invisible to
     every consumer, its producer's included, until its transaction commits."""
@@ -45,3 +46,33 @@ def precommitted_read(kl: KeyLog) -> Iterator[dict[str, Any]]:
             "send_mop": int(kl.mop_index[s]),
             "poll_mop": int(kl.mop_index[r]),
         }
+
+
+def _explain_g1a(c: Case) -> str:
+    return (
+        f"{op_name(c['reader'])} polled {c['value']} from key {c['key']} "
+        f"{at_offset(c['offset'])}, which {op_name(c['writer'])} sent: an aborted write."
+    )
+
+
+def _explain_precommitted_read(c: Case) -> str:
+    return (
+        f"{op_name(c['op'])} sent {c['value']} to key {c['key']} and polled it back "
+        f"{at_offset(c['offset'])} in the same transaction, before it committed."
+    )
+
+
+G1A = Kind(
+    "G1a",
+    PerKey(g1a),
+    _explain_g1a,
+    "Aborted read: a consumer read a message whose send definitely failed or whose "
+    "transaction aborted. read_committed consumers must never see such data.",
+)
+PRECOMMITTED_READ = Kind(
+    "precommitted-read",
+    PerKey(precommitted_read),
+    _explain_precommitted_read,
+    "A transaction read a message before that message's transaction committed. Kafka's "
+    "read_committed isolation forbids seeing uncommitted records.",
+)

@@ -28,35 +28,16 @@ import orjson
 import pyarrow as pa
 
 from checkers.cycles import edges
-from checkers.queue import (
-    aborted_reads,
-    internal_order,
-    lost_writes,
-    poll_order,
-    unseen,
-    version_order,
-)
+from checkers.kind import Case, PerKey
+from checkers.kinds import KINDS
+from checkers.queue import unseen
 from checkers.queue.context import Context
 from checkers.queue.key_log import KeyLog
 from checkers.queue.lag import key_lags
 
-Case = dict[str, Any]
-Finder = Callable[[KeyLog], Iterable[Case]]
-
-FINDERS: dict[str, Finder] = {
-    "inconsistent-offsets": version_order.inconsistent_offsets,
-    "duplicate": version_order.duplicate,
-    "lost-write": lost_writes.lost_write,
-    "unseen": unseen.unseen,
-    "G1a": aborted_reads.g1a,
-    "precommitted-read": aborted_reads.precommitted_read,
-    "int-poll-skip": internal_order.int_poll_skip,
-    "int-nonmonotonic-poll": internal_order.int_nonmonotonic_poll,
-    "poll-skip": poll_order.poll_skip,
-    "nonmonotonic-poll": poll_order.nonmonotonic_poll,
-    "nonmonotonic-send": poll_order.nonmonotonic_send,
-    "int-send-skip": internal_order.int_send_skip,
-    "int-nonmonotonic-send": internal_order.int_nonmonotonic_send,
+# the kinds each key's analysis finds, in the registry's order
+FINDERS: dict[str, Callable[[KeyLog], Iterable[Case]]] = {
+    name: kind.finder.find for name, kind in KINDS.items() if isinstance(kind.finder, PerKey)
 }
 
 OUT_SCHEMA = pa.schema(

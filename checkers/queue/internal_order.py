@@ -4,15 +4,14 @@ transaction (or poll/send op) must sit next to each other in the log."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
+from checkers.kind import WRITES_NOT_ISOLATED, Allowance, Case, Kind, PerKey
 from checkers.queue.key_log import FAIL, NONE, KeyLog
-from checkers.queue.resets import reset_of
-from checkers.queue.skipped import skipped
-
-Case = dict[str, Any]
+from checkers.queue.resets import MOVED, explain_reset, reset_of
+from checkers.queue.skipped import explain_skipped, skipped
+from checkers.wording import at_offset, op_name
 
 
 def _deltas(kl: KeyLog, poll: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -85,3 +84,52 @@ def int_send_skip(kl: KeyLog) -> Iterator[Case]:
 def int_nonmonotonic_send(kl: KeyLog) -> Iterator[Case]:
     """Two sends to a key in one op landed in the opposite order (Δ < 1)."""
     return _nonmonotonic(kl, poll=False)
+
+
+def _explain(c: Case, verb: str) -> str:
+    head = (
+        f"{op_name(c['op'])} {verb} {c['prev_value']} ({at_offset(c['prev_offset'])}) then "
+        f"{c['value']} ({at_offset(c['offset'])}) on key {c['key']}"
+    )
+    if c["delta"] > 1:
+        return f"{head}, {explain_skipped(c, ' in between')}."
+    return f"{head}, going backwards in the log.{explain_reset(c)}"
+
+
+def _explain_polls(c: Case) -> str:
+    return _explain(c, "polled")
+
+
+def _explain_sends(c: Case) -> str:
+    return _explain(c, "sent")
+
+
+INT_POLL_SKIP = Kind(
+    "int-poll-skip",
+    PerKey(int_poll_skip),
+    _explain_polls,
+    "Within one poll, consecutive messages of a partition skip over messages that exist "
+    "in the log between them.",
+)
+INT_NONMONOTONIC_POLL = Kind(
+    "int-nonmonotonic-poll",
+    PerKey(int_nonmonotonic_poll),
+    _explain_polls,
+    "Within one poll, messages of a partition arrive out of log order or repeated.",
+    MOVED,
+)
+INT_SEND_SKIP = Kind(
+    "int-send-skip",
+    PerKey(int_send_skip),
+    _explain_sends,
+    "Two sends inside one transaction did not land next to each other: another "
+    "producer's message is between them. Kafka does not isolate writes, so this is "
+    "normally allowed.",
+    Allowance(WRITES_NOT_ISOLATED, always=True),
+)
+INT_NONMONOTONIC_SEND = Kind(
+    "int-nonmonotonic-send",
+    PerKey(int_nonmonotonic_send),
+    _explain_sends,
+    "Two sends inside one transaction landed in the opposite order in the partition log.",
+)

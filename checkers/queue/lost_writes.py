@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
+from checkers.kind import Case, Kind, PerKey
 from checkers.queue.key_log import OK, KeyLog
+from checkers.wording import at_offset, op_name
 
 
-def lost_write(kl: KeyLog) -> Iterator[dict[str, Any]]:
+def lost_write(kl: KeyLog) -> Iterator[Case]:
     """A committed message at dense index i was never read by an OK op, although
     some OK poll read a value at index ≥ i.
 
@@ -42,3 +43,20 @@ def lost_write(kl: KeyLog) -> Iterator[dict[str, Any]]:
             "max_read": kl.op_ref(int(first)),
             "max_offset": kl.offset_at(int(first)),
         }
+
+
+def _explain(c: Case) -> str:
+    return (
+        f"{op_name(c['writer'])} sent {c['value']} to key {c['key']} {at_offset(c['offset'])}; "
+        f"{op_name(c.get('max_read'))} polled key {c['key']} up to offset {c.get('max_offset')} "
+        f"but no OK poll ever saw {c['value']}."
+    )
+
+
+LOST_WRITE = Kind(
+    "lost-write",
+    PerKey(lost_write),
+    _explain,
+    "A message the broker acknowledged was never read, although consumers read later "
+    "messages of the same partition. Data was lost after it was confirmed as written.",
+)

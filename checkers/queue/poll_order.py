@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from checkers.kind import Case, Kind, PerKey
 from checkers.queue.context import PROCESS_SHIFT
 from checkers.queue.key_log import FAIL, NONE, OK, KeyLog, group_bounds
-from checkers.queue.resets import reset_of
-from checkers.queue.skipped import skipped
-
-Case = dict[str, Any]
+from checkers.queue.resets import MOVED, explain_reset, reset_of
+from checkers.queue.skipped import explain_skipped, skipped
+from checkers.wording import at_offset, op_name
 
 
 @dataclass
@@ -167,3 +167,57 @@ def nonmonotonic_send(kl: KeyLog) -> Iterator[Case]:
                 "value": int(kl.value[y]),
                 "offset": kl.offset_at(int(y)),
             }
+
+
+def _explain_poll(c: Case) -> str:
+    via = " (consumed via subscribe)" if c.get("via") == "subscribe" else ""
+    if c.get("mode") == "rewind":
+        ref = (
+            f"after {op_name(c['prev_op'])} failed having polled key {c['key']} from "
+            f"offset {c['prev_first_offset']}, it should have rewound there"
+        )
+    else:
+        ref = (
+            f"its previous poll, {op_name(c['prev_op'])}, stopped at {c['prev_value']} "
+            + at_offset(c["prev_offset"])
+        )
+    head = (
+        f"On key {c['key']}{via}, {ref}; {op_name(c['op'])} then started at {c['value']} "
+        + at_offset(c["offset"])
+    )
+    if c["delta"] > 1:
+        return f"{head}, {explain_skipped(c)}.{explain_reset(c)}"
+    return f"{head}, at or before a record it had already polled.{explain_reset(c)}"
+
+
+def _explain_send(c: Case) -> str:
+    return (
+        f"{op_name(c['prev_op'])} sent {c['prev_value']} to key {c['key']} "
+        f"{at_offset(c['prev_offset'])}; the same producer's later {op_name(c['op'])} sent "
+        f"{c['value']}, which landed {at_offset(c['offset'])}, no later in the log."
+    )
+
+
+POLL_SKIP = Kind(
+    "poll-skip",
+    PerKey(poll_skip),
+    _explain_poll,
+    "A consumer's next poll jumped over messages that exist in the log, without any "
+    "rebalance or re-assignment in between: messages were silently skipped.",
+    MOVED,
+)
+NONMONOTONIC_POLL = Kind(
+    "nonmonotonic-poll",
+    PerKey(nonmonotonic_poll),
+    _explain_poll,
+    "A consumer's next poll went backwards (or repeated) in the log without a rebalance "
+    "or re-assignment: it re-read messages it had already consumed.",
+    MOVED,
+)
+NONMONOTONIC_SEND = Kind(
+    "nonmonotonic-send",
+    PerKey(nonmonotonic_send),
+    _explain_send,
+    "One producer's later send landed at or before its earlier send in the partition "
+    "log: the producer's order was not preserved.",
+)

@@ -8,9 +8,28 @@ reported, but allowed: the client did not read out of order, it was moved.
 
 from __future__ import annotations
 
+from checkers.kind import Allowance, Case
 from checkers.queue.key_log import KeyLog
+
+# for kinds a consumer's moved position explains: a rebalance under subscribe, a reset
+MOVED = Allowance(
+    "every instance is on a key its process consumed via subscribe, where "
+    "rebalances may move the position, or follows an offset reset its "
+    "consumer logged (auto.offset.reset after an out-of-range fetch)"
+)
 
 
 def reset_of(kl: KeyLog, index: int) -> dict[str, int] | None:
     """The first reset of this key that op ``index``'s consumer logged, or None."""
     return kl.ctx.offset_resets.get(kl.key, {}).get(index)
+
+
+def explain_reset(c: Case) -> str:
+    """The sentence naming the offset reset the instance's consumer logged, if any."""
+    r = c.get("reset")
+    if not r:
+        return ""
+    return (
+        f" Its consumer logged an offset reset of key {c['key']} from {r['from']} to "
+        f"{r['to']} (auto.offset.reset after an out-of-range fetch)."
+    )

@@ -7,13 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from checkers.kind import Case, Kind, PerKey
 from checkers.queue.key_log import OK, KeyLog, find
 from checkers.queue.timeline import Timeline
+from checkers.wording import at_offset, op_name
 
 SHOWN = 8
 
 
-def unseen(kl: KeyLog) -> Iterator[dict[str, Any]]:
+def unseen(kl: KeyLog) -> Iterator[Case]:
     """Messages acknowledged to a producer (OK sends) that no OK poll returned by
     the end of the history, one instance per key.
 
@@ -80,3 +82,26 @@ def unseen_series(
             }
         )
     return series
+
+
+def _explain(c: Case) -> str:
+    first = (c.get("messages") or [{}])[0]
+    example = (
+        f", e.g. {first['value']} sent by {op_name(first.get('writer'))} "
+        f"{at_offset(first['offset'])}"
+        if first
+        else ""
+    )
+    return (
+        f"{c['count']} acknowledged message(s) on key {c['key']} were never returned by any "
+        f"OK poll{example}."
+    )
+
+
+UNSEEN = Kind(
+    "unseen",
+    PerKey(unseen),
+    _explain,
+    "Messages were acknowledged but no consumer ever read them by the end of the test. "
+    "They may be lost, or consumers may be stuck behind them.",
+)

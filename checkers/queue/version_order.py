@@ -4,15 +4,14 @@ two offsets."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
+from checkers.kind import Case, Kind, PerKey
 from checkers.queue.key_log import MOPS, TYPES, KeyLog, group_bounds
+from checkers.wording import listed, op_name
 
 SHOWN_OPS = 8
-
-Case = dict[str, Any]
 
 
 def _observers(kl: KeyLog, rows: np.ndarray) -> list[Case]:
@@ -72,3 +71,38 @@ def duplicate(kl: KeyLog) -> Iterator[Case]:
             "count": len(offsets),
             "ops": _observers(kl, np.flatnonzero(kl.value == value)),
         }
+
+
+def _explain_inconsistent_offsets(c: Case) -> str:
+    seen = "; ".join(
+        f"{op_name(o)} {'sent' if o['mop'] == 'send' else 'polled'} {o['value']}"
+        for o in c.get("ops") or []
+    )
+    return (
+        f"Offset {c['offset']} of key {c['key']} holds different values "
+        f"({listed(c['values'])}): {seen}."
+    )
+
+
+def _explain_duplicate(c: Case) -> str:
+    who = ", ".join(f"{op_name(o)} at offset {o['offset']}" for o in (c.get("ops") or [])[:4])
+    return (
+        f"Value {c['value']} appears {c['count']} times in key {c['key']}, at offsets "
+        f"{listed(c['offsets'])} (seen by {who})."
+    )
+
+
+INCONSISTENT_OFFSETS = Kind(
+    "inconsistent-offsets",
+    PerKey(inconsistent_offsets),
+    _explain_inconsistent_offsets,
+    "Two different messages were observed at the same offset of the same partition: "
+    "clients disagree about what the log contains.",
+)
+DUPLICATE = Kind(
+    "duplicate",
+    PerKey(duplicate),
+    _explain_duplicate,
+    "The same message appears at more than one offset of a partition: a send was stored "
+    "twice (e.g. a retry without idempotence).",
+)

@@ -15,7 +15,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from checkers.kind import Case, Kind, PerWorkload
 from checkers.spark.frames import Frames, op_ref
+from checkers.wording import op_name
 from checkers.workloads.extras import with_field
 
 SHOWN = 8
@@ -107,3 +109,39 @@ def eos_duplicate(fr: Frames) -> DataFrame:
         "offsets",
         F.coalesce("copies", F.array()).alias("copies"),
     )
+
+
+def _explain_lost(c: Case) -> str:
+    return (
+        f"Input record {c['value']} of key {c['key']} (offset {c['offset']}, sent by "
+        f"{op_name(c.get('writer'))}) was consumed by {op_name(c.get('op'))}, which polled key "
+        f"{c['key']} up to offset {c['consumed_upto']} and committed, yet no OK poll of "
+        f"output key {c['output_key']} ever returned {c['value']}: the copy lost it."
+    )
+
+
+def _explain_duplicate(c: Case) -> str:
+    by = ", ".join(f"{op_name(x['op'])} at offset {x['offset']}" for x in c.get("copies") or [])
+    return (
+        f"Input record {c['value']} of key {c['input_key']} appears in output key {c['key']} "
+        f"at {len(c['offsets'])} offsets ({', '.join(map(str, c['offsets']))})"
+        + (f", copied by {by}" if by else "")
+        + ": copied more than once."
+    )
+
+
+EOS_LOST = Kind(
+    "eos-lost",
+    PerWorkload("output_shift", eos_lost),
+    _explain_lost,
+    "An exactly-once copy lost a record: a copy transaction consumed it and committed, "
+    "yet it never appeared in the output. Consume-transform-produce transactions must "
+    "carry every record they consume into their output.",
+)
+EOS_DUPLICATE = Kind(
+    "eos-duplicate",
+    PerWorkload("output_shift", eos_duplicate),
+    _explain_duplicate,
+    "An exactly-once copy wrote one input record into its output more than once: "
+    "consuming a record and producing its copy did not happen exactly once together.",
+)

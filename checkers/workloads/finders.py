@@ -1,27 +1,24 @@
-"""The workload checks' case finders, by kind, and the extra field a history
-must carry for each to apply (other histories skip them)."""
+"""Running the workload kinds' finders (:class:`checkers.kind.PerWorkload`
+kinds of the registry) on a history that carries their field; other
+histories skip them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import reduce
 
 import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from checkers.kind import PerWorkload
+from checkers.kinds import KINDS
 from checkers.queue.check import REF_FIELDS
 from checkers.spark.frames import Frames
-from checkers.workloads import eos, group
 
-FINDERS: dict[str, tuple[str, Callable[[Frames], DataFrame]]] = {
-    "eos-lost": ("output_shift", eos.eos_lost),
-    "eos-duplicate": ("output_shift", eos.eos_duplicate),
-    "committed-offset-regression": ("commit", group.committed_offset_regression),
-    "split-ownership": ("commit", group.split_ownership),
-    "resume-skip": ("commit", group.resume_skip),
+FINDERS: dict[str, PerWorkload] = {
+    name: kind.finder for name, kind in KINDS.items() if isinstance(kind.finder, PerWorkload)
 }
-FIELDS = tuple(sorted({field for field, _ in FINDERS.values()}))
+FIELDS = tuple(sorted({finder.field for finder in FINDERS.values()}))
 
 
 def _tagged(kind: str, cases: DataFrame) -> DataFrame:
@@ -48,12 +45,12 @@ def workload_cases(
 ) -> list[tuple[str, bool, int, str]]:
     """Every case of the workload checks whose field the history carries, as
     (kind, allowed, order, JSON), from one Spark job."""
-    kinds = [kind for kind, (field, _) in FINDERS.items() if field in fields]
+    kinds = [kind for kind, finder in FINDERS.items() if finder.field in fields]
     if not kinds:
         return []
     fr = Frames(raw, seen_info)
     try:
-        tagged = [_tagged(kind, FINDERS[kind][1](fr)) for kind in kinds]
+        tagged = [_tagged(kind, FINDERS[kind].find(fr)) for kind in kinds]
         rows = reduce(DataFrame.unionByName, tagged).collect()
     finally:
         fr.unpersist()

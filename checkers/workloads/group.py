@@ -32,7 +32,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from checkers.kind import Case, Kind, PerWorkload
 from checkers.spark.frames import Frames, op_ref, prefixed
+from checkers.wording import op_name
 from checkers.workloads.extras import with_field
 
 COMMIT = "struct<offsets: map<string, bigint>, member: string, type: string, error: string>"
@@ -229,3 +231,69 @@ def resume_skip(fr: Frames) -> DataFrame:
             "skipped",
         )
     )
+
+
+def _ms(ns: object) -> str:
+    return f"{ns / 1e6:.1f} ms" if isinstance(ns, int | float) else "an unknown time"
+
+
+def _explain_regression(c: Case) -> str:
+    return (
+        f"{op_name(c['prev_op'])} committed key {c['key']} at offset {c['prev_offset']} and "
+        f"completed before {op_name(c['op'])} began, which then committed key {c['key']} at "
+        f"offset {c['offset']}: the group's committed offset went backwards."
+    )
+
+
+def _owner(o: Case) -> str:
+    end = (
+        f"until {op_name(o['revoked_by'])} revoked it"
+        if o.get("revoked_by")
+        else "with no revocation logged before its last op"
+    )
+    return f"process {o['process']} (assigned in {op_name(o['assigned_by'])}, {end})"
+
+
+def _explain_split(c: Case) -> str:
+    return (
+        f"Key {c['key']} had two owners at once: {_owner(c['first'])} and "
+        f"{_owner(c['second'])} both held it from {_ms(c['from'])} to {_ms(c['until'])}. "
+        "A process owns a key from the completion of the op whose rebalance log assigned "
+        "it until the invocation of the op that logged its revocation, of its next assign, "
+        "or of its last op."
+    )
+
+
+def _explain_resume(c: Case) -> str:
+    by = f" ({op_name(c['commit_op'])})" if c.get("commit_op") else " (none: the beginning)"
+    return (
+        f"{op_name(c['op'])} first polled key {c['key']} after its assignment in op "
+        f"{c['assigned_index']} from offset {c['offset']}, but the group's committed offset "
+        f"was at most {c['committed']}{by}: it skipped {c['skipped_count']} record(s) at "
+        f"offsets {', '.join(map(str, c['skipped']))} that no member acknowledged reading."
+    )
+
+
+COMMITTED_OFFSET_REGRESSION = Kind(
+    "committed-offset-regression",
+    PerWorkload("commit", committed_offset_regression),
+    _explain_regression,
+    "A consumer group's committed offset for a partition went backwards: a commit "
+    "completed, then a later one committed an earlier offset. A member that resumes from "
+    "it reads again messages the group had already processed.",
+)
+SPLIT_OWNERSHIP = Kind(
+    "split-ownership",
+    PerWorkload("commit", split_ownership),
+    _explain_split,
+    "Two members of a consumer group owned the same partition at the same time, as their "
+    "rebalance callbacks logged it: both may process, and commit, its messages.",
+)
+RESUME_SKIP = Kind(
+    "resume-skip",
+    PerWorkload("commit", resume_skip),
+    _explain_resume,
+    "A group member assigned a partition started reading past the group's committed "
+    "offset: the messages in between were skipped, and no member had acknowledged "
+    "reading them.",
+)

@@ -95,7 +95,7 @@ def test_timeout_gives_unknown_never_valid() -> None:
     report = find_cycles(_graph(2, [(0, 1, WW), (1, 0, WW)]), timeout_s=-1)
     assert report.timeouts and not report.cycles
     counts = {"cycle-search-timeout": {"total": 1, "allowed": 0}}
-    assert verdict(counts, allowed_kinds(counts, report, True)) == "unknown"
+    assert verdict(counts, allowed_kinds(counts)) == "unknown"
 
 
 def test_build_graph_merges_parallel_edges() -> None:
@@ -125,16 +125,14 @@ def test_build_graph_merges_parallel_edges() -> None:
 
 
 def test_verdict_rules() -> None:
-    from checkers.cycles.search import CycleReport
-
     counts = {
         "int-send-skip": {"total": 2, "allowed": 0},
         "G0": {"total": 1, "allowed": 1},
         "poll-skip": {"total": 2, "allowed": 2},
     }
-    allowed = allowed_kinds(counts, CycleReport(), True)
+    allowed = allowed_kinds(counts)
     assert set(allowed) == {"int-send-skip", "G0", "poll-skip"}
     assert verdict(counts, allowed) is True
     counts["poll-skip"]["allowed"] = 1
-    assert verdict(counts, allowed_kinds(counts, CycleReport(), True)) is False
+    assert verdict(counts, allowed_kinds(counts)) is False
     assert all(why for why in allowed.values())

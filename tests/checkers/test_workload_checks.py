@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers import check
-from checkers.explain import explain
+from checkers.kinds import explain
 from tests.checkers import workload_scenarios as ws
 from tests.checkers.dsl import History, poll, send
 
