@@ -3,17 +3,27 @@
 The broker stores batches exactly as clients sent them (compressed or not);
 assigning offsets only rewrites the base offset and partition leader epoch,
 which lie outside the CRC. Records themselves are decoded only where Kafka
-does too: control records (transaction markers) and timestamp lookups, both
-through ``kafka.record``.
+does too: control records (transaction markers), timestamp lookups and the
+cleaner, through ``kafka.record``. A client's compressed records are inflated
+first by ``inflated``, which stops at a limit: 8 KB of zstd can hold 256 MB of
+zeros, and kafka.record would inflate any amount into memory.
 """
 
 from __future__ import annotations
 
+import io
 import struct
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
+import lz4.frame
+import snappy
+import zstandard
 from crc32c import crc32c
+from kafka.codec import _detect_xerial_stream
+from kafka.errors import CorruptRecordError
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -33,6 +43,9 @@ INT32_MAX = 2**31 - 1
 
 CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
+# how many times its max.message.bytes a batch's records may inflate to when the broker
+# decodes them (64 MiB at the default 1 MB)
+INFLATE_FACTOR = 64
 
 
 class CorruptBatch(ValueError):
@@ -160,10 +173,119 @@ def control_record(batch: bytes) -> tuple[int, int]:
     raise CorruptBatch("control batch without records")
 
 
-def first_offset_at_or_after(batch: bytes, timestamp_ms: int) -> tuple[int, int] | None:
+def first_offset_at_or_after(
+    batch: bytes, timestamp_ms: int, limit: int
+) -> tuple[int, int] | None:
     """``(offset, timestamp)`` of the batch's first record stamped at or after
-    ``timestamp_ms``, decoding (and decompressing) the records."""
-    for record in DefaultRecordBatch(bytes(batch)):
+    ``timestamp_ms``, decoding the records (inflated up to ``limit`` bytes)."""
+    for record in decode_records(batch, limit):
         if record.timestamp >= timestamp_ms:
             return record.offset, record.timestamp
     return None
+
+
+def decode_records(batch: bytes, limit: int) -> list[Any]:
+    """The batch's records as kafka.record decodes them, inflated up to ``limit`` bytes;
+    raises ``CorruptBatch`` for records that do not decode."""
+    try:
+        return list(DefaultRecordBatch(inflated(batch, limit)))
+    except CorruptRecordError as e:
+        raise CorruptBatch(f"records do not decode: {e}") from None
+
+
+# -- inflating a client's compressed records, up to a limit ---------------------------------
+def inflated(batch: bytes, limit: int) -> bytes:
+    """``batch`` with its records decompressed and the codec bits cleared, for reading
+    with kafka.record (the CRC no longer holds); raises ``CorruptBatch`` if the records
+    would inflate past ``limit`` bytes or do not decompress."""
+    header = parse_header(batch)
+    if not header.compression:
+        return batch
+    inflate = _INFLATERS.get(header.compression)
+    if inflate is None:
+        raise CorruptBatch(f"unknown compression codec {header.compression}")
+    try:
+        records = inflate(bytes(batch[HEADER_SIZE : header.size]), limit)
+    except CorruptBatch:
+        raise
+    except _CODEC_ERRORS as e:
+        raise CorruptBatch(f"records do not decompress: {type(e).__name__}: {e}") from None
+    if len(records) > limit:  # each inflater stops one byte past the limit
+        raise _inflate_past(limit)
+    out = bytearray(batch[:HEADER_SIZE]) + records
+    struct.pack_into(">h", out, CRC_START, header.attributes & ~COMPRESSION_MASK)
+    struct.pack_into(">i", out, LOG_OVERHEAD - 4, len(out) - LOG_OVERHEAD)
+    return bytes(out)
+
+
+def _inflate_past(limit: int) -> CorruptBatch:
+    return CorruptBatch(f"records inflate past {limit} bytes")
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    out = bytearray()
+    while data and len(out) <= limit:  # concatenated members, as GzipFile reads them
+        member = zlib.decompressobj(wbits=31)
+        out += member.decompress(data, limit + 1 - len(out))
+        if not member.eof and len(out) <= limit:
+            raise ValueError("truncated gzip member")
+        data = member.unused_data
+    return bytes(out)
+
+
+def _unsnappy(data: bytes, limit: int) -> bytes:
+    """Raw snappy, or xerial's blocks of it; each declares its length up front."""
+    blocks = [data]
+    if _detect_xerial_stream(data):
+        blocks, pos = [], 16
+        while pos < len(data):
+            (size,) = struct.unpack_from(">i", data, pos)
+            blocks.append(data[pos + 4 : pos + 4 + size])
+            pos += 4 + size
+    if sum(_snappy_length(block) for block in blocks) > limit:
+        raise _inflate_past(limit)
+    return b"".join(snappy.decompress(block) for block in blocks)
+
+
+def _snappy_length(block: bytes) -> int:
+    """The uncompressed length a raw snappy block starts with (a little-endian varint)."""
+    length = 0
+    for i, byte in enumerate(block[:5]):
+        length |= (byte & 0x7F) << (7 * i)
+        if byte < 0x80:
+            return length
+    raise ValueError("bad snappy length")
+
+
+def _unlz4(data: bytes, limit: int) -> bytes:
+    frame = lz4.frame.LZ4FrameDecompressor()
+    out = frame.decompress(data, max_length=limit + 1)
+    if not frame.eof and len(out) <= limit:
+        raise ValueError("truncated lz4 frame")
+    return out
+
+
+def _unzstd(data: bytes, limit: int) -> bytes:
+    with zstandard.ZstdDecompressor().stream_reader(
+        io.BytesIO(data), read_across_frames=True
+    ) as reader:
+        out = bytearray()
+        while len(out) <= limit and (chunk := reader.read(limit + 1 - len(out))):
+            out += chunk
+    return bytes(out)
+
+
+_CODEC_ERRORS = (
+    zlib.error,
+    struct.error,
+    RuntimeError,  # lz4
+    ValueError,
+    zstandard.ZstdError,
+    snappy.UncompressError,
+)
+_INFLATERS: dict[int, Callable[[bytes, int], bytes]] = {
+    1: _gunzip,
+    2: _unsnappy,
+    3: _unlz4,
+    4: _unzstd,
+}

@@ -7,25 +7,36 @@ never change: a rewritten batch keeps its base offset, last offset delta,
 producer id, epoch and base sequence, so consumers see sparse offsets and
 idempotent producers keep their dedup state. Also dropped: records of
 aborted transactions, and tombstones (null values) older than
-``delete.retention.ms``. Kept as they are: control batches (markers), records
-without a key, the last batch of each producer (emptied if need be, as Kafka
-does) and the last batch of each segment (so segments stay contiguous).
+``delete.retention.ms``. Kept as they are: control batches (markers), batches
+whose records do not decode or would inflate past the log's limit (logged),
+records without a key, the last batch of each producer (emptied if need be, as
+Kafka does) and the last batch of each segment (so segments stay contiguous).
 """
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from crc32c import crc32c
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from broker.log.batch import CRC_START, HEADER_SIZE, BatchHeader, stamp
+from broker.log.batch import (
+    CRC_START,
+    HEADER_SIZE,
+    BatchHeader,
+    CorruptBatch,
+    decode_records,
+    stamp,
+)
 from broker.log.segment import LogSegment
 from broker.log.txn_index import AbortedTxn
 
 LAST_OFFSET_DELTA_AT = 23
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -54,8 +65,10 @@ class Cleaner:
         aborted: list[AbortedTxn],
         now_ms: int,
         delete_retention_ms: int,
+        inflate_limit: int,
     ):
         self.segments = segments
+        self.inflate_limit = inflate_limit
         self.aborted = aborted
         self.tombstone_horizon = now_ms - delete_retention_ms
         self.latest: dict[bytes, int] = {}
@@ -67,11 +80,20 @@ class Cleaner:
             for header, data in _batches(segment):
                 if header.has_producer_id:
                     self.last_batch_of_producer[header.producer_id] = header.base_offset
-                if header.is_control:
-                    continue
-                for record in DefaultRecordBatch(data):
+                for record in self._records(header, data) or ():
                     if record.key is not None:
                         self.latest[record.key] = record.offset
+
+    def _records(self, header: BatchHeader, data: bytes) -> list[Any] | None:
+        """A batch's records, or None for one kept as it is: a control batch, or one
+        whose records do not decode or would inflate past the limit."""
+        if header.is_control:
+            return None
+        try:
+            return decode_records(data, self.inflate_limit)
+        except CorruptBatch as e:
+            log.warning("cleaner keeps batch at offset %d as it is: %s", header.base_offset, e)
+            return None
 
     def _keep(self, header: BatchHeader, record, segment_max_ts: int) -> bool:
         if header.is_transactional and _aborted(self.aborted, header.producer_id, record.offset):
@@ -88,10 +110,10 @@ class Cleaner:
         changed = False
         batches = list(_batches(segment))
         for i, (header, data) in enumerate(batches):
-            if header.is_control:
+            records = self._records(header, data)
+            if records is None:
                 out += data
                 continue
-            records = list(DefaultRecordBatch(data))
             kept = [r for r in records if self._keep(header, r, segment.max_timestamp)]
             if len(kept) == len(records):
                 out += data

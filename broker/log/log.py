@@ -19,6 +19,7 @@ from typing import Any
 
 from broker.errors import ErrorCode, KafkaError
 from broker.log.batch import (
+    INFLATE_FACTOR,
     BatchHeader,
     CorruptBatch,
     control_batch,
@@ -149,6 +150,11 @@ class Log:
     def next_offset(self) -> int:
         """The log end offset (LEO)."""
         return self.segments[-1].next_offset
+
+    @property
+    def inflate_limit(self) -> int:
+        """How far a batch's records may inflate when the broker decodes them."""
+        return INFLATE_FACTOR * self.config["max.message.bytes"]
 
     @property
     def size(self) -> int:
@@ -369,9 +375,12 @@ class Log:
                 continue
             for pos, header in segment.iter_headers(0):
                 if header.max_timestamp >= timestamp_ms and not header.is_control:
-                    found = first_offset_at_or_after(
-                        segment.read_at(pos, header.size), timestamp_ms
-                    )
+                    try:
+                        found = first_offset_at_or_after(
+                            segment.read_at(pos, header.size), timestamp_ms, self.inflate_limit
+                        )
+                    except CorruptBatch as e:
+                        raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
                     if found is not None:
                         return found
         return None
@@ -421,7 +430,9 @@ class Log:
             return stats  # nothing new became cleanable since the last pass
         self._cleaned_to = cleanable[-1].next_offset
         aborted = self.aborted_transactions(self.log_start_offset, limit)
-        cleaner = Cleaner(cleanable, aborted, now_ms, self.config["delete.retention.ms"])
+        cleaner = Cleaner(
+            cleanable, aborted, now_ms, self.config["delete.retention.ms"], self.inflate_limit
+        )
         cleaner.build_map()
         for segment in cleanable:
             stats.bytes_before += segment.size

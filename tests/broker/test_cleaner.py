@@ -5,11 +5,12 @@ from __future__ import annotations
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from broker.log.batch import iter_batches
+from broker.log.batch import HEADER_SIZE, iter_batches
 from broker.log.ledger import FsyncLedger
 from broker.log.log import Log
 from tests.broker.test_log import open_log
@@ -118,4 +119,24 @@ def test_compaction_keeps_every_keys_last_value(
     expected = {b"%d" % k: v for k, v in writes}
     assert {k: v for _, k, v in after} == expected
     assert len({k for _, k, _ in after}) == len(after)  # everything was cleanable: one per key
+    ledger.close()
+
+
+def test_a_batch_that_would_inflate_too_far_is_kept_and_the_rest_cleaned(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """max.message.bytes 1000 lets records inflate to 64,000 bytes: the zstd batch of
+    1 MiB stays as it is (logged) instead of exhausting memory every pass."""
+    ledger = FsyncLedger(tmp_path)
+    log = compacted_log(tmp_path, ledger, max_message_bytes=1000)
+    builder = DefaultRecordBatchBuilder(2, 4, False, -1, -1, -1, 1 << 21)
+    builder.append(0, NOW - 1000, b"bomb", bytes(1 << 20), [])
+    bomb = bytes(builder.build())
+    log.append(bytearray(bomb), 0)
+    for i in range(30):
+        log.append(bytearray(keyed_batch([(b"k%d" % (i % 3), b"v" * 40)])), 0)
+    stats = log.compact(NOW, upper=log.next_offset)
+    assert stats.records_removed > 0
+    assert bomb[HEADER_SIZE:] in log.segments[0].read_at(0, log.segments[0].size)
+    assert "keeps batch at offset 0 as it is: records inflate past 64000 bytes" in caplog.text
     ledger.close()

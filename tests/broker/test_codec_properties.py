@@ -15,9 +15,12 @@ from kio.serial import entity_reader
 from broker.log.batch import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
+    HEADER_SIZE,
     CorruptBatch,
     control_batch,
     control_type,
+    decode_records,
+    inflated,
     iter_batches,
     stamp,
 )
@@ -54,6 +57,28 @@ def test_any_byte_flip_from_magic_on_is_detected(
     batch[at] ^= data.draw(st.integers(1, 255))
     with pytest.raises(CorruptBatch):
         list(iter_batches(batch))
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=values, codec=codecs)
+def test_inflated_batches_read_as_kafka_record_reads_them(values: list[bytes], codec: int) -> None:
+    batch = make_batch(values, compression=codec)
+    assert [r.value for r in decode_records(batch, 1 << 20)] == values
+    assert [r.value for r in DefaultRecordBatch(batch)] == values
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_a_compression_bomb_stops_at_the_limit(codec: int) -> None:
+    """1 MiB of zeros compresses to 0.1-48 kB; it is refused after 64 KiB of output
+    instead of inflated whole (zstd: 8 kB can hold 256 MB)."""
+    bomb = make_batch([bytes(1 << 20)], compression=codec)
+    with pytest.raises(CorruptBatch, match="inflate past 65536 bytes"):
+        inflated(bomb, 1 << 16)
+    assert len(inflated(bomb, 2 << 20)) > 1 << 20
+    garbled = bytearray(bomb)
+    garbled[HEADER_SIZE + 4 : HEADER_SIZE + 12] = b"\xff" * 8
+    with pytest.raises(CorruptBatch):
+        decode_records(bytes(garbled), 2 << 20)
 
 
 @given(

@@ -262,6 +262,26 @@ def test_a_null_topic_name_before_metadata_v12_is_an_invalid_request(
     assert_healthy(shared_broker)
 
 
+def test_a_compression_bomb_is_not_inflated_for_a_timestamp_lookup(
+    shared_broker: BrokerProcess,
+) -> None:
+    """A timestamp lookup inflated a batch's records whole: 8 kB of zstd holding 256 MB
+    took 10.9 s, and a 1 MB batch can hold 32 GB. Records may now inflate to 64 times
+    the topic's max.message.bytes; past that the partition answers CORRUPT_MESSAGE."""
+    client = WireClient(shared_broker.bootstrap)
+    try:
+        create_topic(client, "bomb", 1, max_message_bytes="1000")
+        bomb = make_batch([bytes(1 << 20)], compression=4)  # 1 MiB of zeros, ~100 bytes
+        assert produce(client, "bomb", 0, bomb).error_code == ErrorCode.none
+        query = {"partition_index": 0, "current_leader_epoch": -1, "timestamp": 0}
+        topics = [{"name": "bomb", "partitions": [query]}]
+        response = client.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": topics})
+    finally:
+        client.close()
+    assert response.topics[0].partitions[0].error_code == ErrorCode.corrupt_message
+    assert_healthy(shared_broker)
+
+
 @pytest.mark.parametrize(
     "extra",
     [
