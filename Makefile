@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CDS    := $(VENV)/.spark-cds
 
-.PHONY: setup system demo test lint bench clean
+.PHONY: setup system demo test record lint bench clean
 
 setup: system $(STAMP) $(CDS)
 
@@ -32,6 +32,11 @@ lint: setup
 
 test: setup lint
 	$(BIN)/python -m pytest
+
+# Re-records the checker's history corpus (tests/data/histories/) from live
+# runs; CASES selects by pattern, e.g. make record CASES='nightly/bug-no-dedup*'.
+record: setup
+	$(BIN)/python scripts/record_histories.py $(foreach c,$(CASES),'$(c)')
 
 bench: setup
 	@bash scripts/bench.sh

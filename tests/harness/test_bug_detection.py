@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 from harness.cli import main
-from harness.cli.suite import load_matrix, settings_only
+from harness.cli.suite import settings_only
+from tests.corpus import BUG_CASES, CASES, REVERSE
 from tests.nemesis.probes import netns_available
 
 END_TO_END = [
@@ -32,20 +33,6 @@ END_TO_END = [
     pytest.mark.timeout(1800),  # a cluster run and its check, on a busy machine
 ]
 
-NIGHTLY = Path(__file__).resolve().parents[2] / "suites" / "nightly.yml"
-BUG_CASES = [(s["bug"][0], s, expect) for _, s, expect in load_matrix(NIGHTLY)[1] if s.get("bug")]
-# Bugs whose case must be invalid: every one (a case the nightly only
-# tracked would expect [invalid, valid]).
-CASES = {bug: s for bug, s, expect in BUG_CASES if expect == ["invalid"]}
-# cheap enough to run twice
-REVERSE = (
-    "lso-off-by-one",
-    "no-dedup",
-    "hw-truncation",
-    "unclean-election",
-    "no-epoch-fencing",
-    "delayed-endtxn",
-)
 RUNS: dict[tuple[str, bool], tuple[int, Path]] = {}
 
 
