@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CDS    := $(VENV)/.spark-cds
 
-.PHONY: setup system demo test record lint bench clean
+.PHONY: setup system demo test acceptance record lint bench clean
 
 setup: system $(STAMP) $(CDS)
 
@@ -30,8 +30,20 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check .
 
+# Everything but the full live chaos matrix (the `acceptance` marker); ends
+# with the 15 slowest tests, and pytest's last line gives the wall time.
 test: setup lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not acceptance" --durations=15
+
+# The full live chaos: every acceptance case and bug-mode run, then the
+# nightly matrix twice per case (both, whatever the first gives);
+# .github/workflows/nightly-chaos.yml runs this.
+acceptance: setup
+	status=0; \
+	$(BIN)/python -m pytest tests/harness/test_acceptance.py tests/harness/test_bug_detection.py \
+		--durations=15 || status=1; \
+	$(BIN)/jepka suite suites/nightly.yml --repeat 2 || status=1; \
+	exit $$status
 
 # Re-records the checker's history corpus (tests/data/histories/) from live
 # runs; CASES selects by pattern, e.g. make record CASES='nightly/bug-no-dedup*'.
