@@ -290,7 +290,9 @@ class Campaign:
         response = await self.request(build(request_type(0, 9), data), self.args.hang_timeout)
         return response.responses[0].partition_responses[0].error_code == ErrorCode.none
 
-    async def run(self) -> None:
+    async def run(self) -> bool:
+        """Sends until the frame or time limit; True when nothing crashed or hung
+        the broker and it still answers."""
         deadline = time.monotonic() + self.args.time_limit
         self.running.set()
         watchdog = asyncio.create_task(self.watchdog())
@@ -341,6 +343,7 @@ class Campaign:
             f"broker alive and answering (ApiVersions, Produce): {alive}\n"
             f"exceptions the broker logged (and survived): {summary['logged_exceptions']}"
         )
+        return alive and not self.crashes and not self.hangs
 
 
 def tracebacks(log: Path) -> collections.Counter[str]:
@@ -418,13 +421,15 @@ def main() -> None:
             seeds = build_seeds(asyncio.run(advertised("127.0.0.1", broker.port)), args.seed)
             print(f"{len(seeds)} seed frames; findings go to {out}", flush=True)
 
-            async def go() -> None:
-                await Campaign(broker, seeds, out, args).run()
+            async def go() -> bool:
+                return await Campaign(broker, seeds, out, args).run()
 
-            asyncio.run(go())
+            survived = asyncio.run(go())
         finally:
             broker.kill()
     print(f"command: .venv/bin/python bench/fuzz_broker.py {' '.join(sys.argv[1:])}")
+    if not survived:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
