@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import logging
 import queue
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,6 +105,7 @@ class Interpreter:
         self._index = 0
         self._inboxes: dict[Any, queue.SimpleQueue[Any]] = {}
         self._workers: list[threading.Thread] = []  # every worker thread, replaced ones too
+        self._current: dict[Any, threading.Thread] = {}  # thread -> its current worker's
         self._worker_ids: dict[Any, int] = {}  # thread -> id of its current worker
         self._running: dict[Any, OpDict] = {}  # thread -> op it is running
         self._next_timeout_check = 0
@@ -163,6 +166,7 @@ class Interpreter:
         inbox, worker_thread = spawn((thread, worker_id), worker, self._completions.put)
         self._inboxes[thread] = inbox
         self._workers.append(worker_thread)
+        self._current[thread] = worker_thread
 
     def _time_out(self, ctx: Context, gen: Any) -> tuple[Context, Any]:
         """Completes ops running longer than the op timeout as ``info``."""
@@ -172,10 +176,11 @@ class Interpreter:
             if now - op["time"] < self.op_timeout_ns:
                 continue
             log.warning(
-                "process %s: %s got no answer in %.0f s; recorded as unknown",
+                "process %s: %s got no answer in %.0f s; recorded as unknown (stuck in %s)",
                 op["process"],
                 op["f"],
                 timeout_s,
+                stuck_in(self._current[thread]),
             )
             self._inboxes[thread].put(STOP)  # the stuck worker exits if it ever returns
             self._spawn(thread)
@@ -283,6 +288,16 @@ class Interpreter:
                 self._record(done)
                 self.counts.completed[done["type"]] = self.counts.completed.get(done["type"], 0) + 1
         return self.counts.in_flight
+
+
+def stuck_in(worker: threading.Thread) -> str:
+    """The innermost calls a worker is in, for the log: which client call
+    never returned (a librdkafka hang) without a stack dump of every thread."""
+    frame = sys._current_frames().get(worker.ident or 0)
+    if frame is None:
+        return "nothing (it has just returned)"
+    calls = traceback.extract_stack(frame)[-4:][::-1]
+    return " <- ".join(f"{c.name} ({c.filename.rsplit('/', 1)[-1]}:{c.lineno})" for c in calls)
 
 
 def run(test: Any, gen: GenLike, **kwargs: Any) -> Outcome:

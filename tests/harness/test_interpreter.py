@@ -216,7 +216,9 @@ class Hangs(NoopClient):
         return {**op, "type": "ok"}
 
 
-def test_a_client_call_that_never_returns_times_out_as_info() -> None:
+def test_a_client_call_that_never_returns_times_out_as_info(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     release = threading.Event()
     history: list[dict] = []
     ops = [{"f": "w", "value": v} for v in range(4)]
@@ -237,6 +239,7 @@ def test_a_client_call_that_never_returns_times_out_as_info() -> None:
     done = [o for o in history if o["type"] != "invoke"]
     assert [(o["value"], o["type"]) for o in done] == [(0, "ok"), (1, "info"), (2, "ok"), (3, "ok")]
     assert done[1]["error"] == "timeout: no answer in 0.3 s"
+    assert "stuck in wait" in caplog.text and "<- invoke (test_interpreter.py:" in caplog.text
     assert [o["process"] for o in done] == [0, 0, 1, 1]  # a fresh process after the timeout
 
 
