@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
@@ -21,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from broker.launcher import BrokerProcess
 from tests.broker.batches import make_batch
 from tests.broker.wire import WireClient, create_topic, produce
+from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
 
@@ -192,12 +192,10 @@ def test_unsupported_api_versions_version_gets_error_and_ranges(
     assert (correlation, error) == (5, ErrorCode.unsupported_version)
 
 
-def test_client_works_after_fuzzing(shared_broker: BrokerProcess) -> None:
+def test_client_works_after_fuzzing(shared_broker: BrokerProcess, kafka_clients: Clients) -> None:
     assert_healthy(shared_broker)
-    admin = AdminClient({"bootstrap.servers": shared_broker.bootstrap})
-    topics = admin.list_topics(timeout=10).topics
-    del admin  # AdminClient has no close(); dropping the last reference destroys it
-    assert "fuzz" in topics
+    admin = kafka_clients.admin({"bootstrap.servers": shared_broker.bootstrap})
+    assert "fuzz" in admin.list_topics(timeout=10).topics
 
 
 @pytest.mark.parametrize(
