@@ -115,7 +115,7 @@ def check(
     cycle_timeout_s: float = CYCLE_TIMEOUT_S,
 ) -> dict[str, Any]:
     """Checks a history (file, stored run directory, flat Arrow table or Spark
-    DataFrame) and returns the result object of ARCHITECTURE.md.
+    DataFrame) and returns the result object of docs/architecture.md.
 
     Without ``spark``, uses the shared session for ``spark_master`` (default
     ``local[*]``), reading the history while it starts.

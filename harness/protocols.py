@@ -67,7 +67,7 @@ class DB(Protocol):
 
 @runtime_checkable
 class Checker(Protocol):
-    """Judges a history; returns the result object of ARCHITECTURE.md."""
+    """Judges a history; returns the result object of docs/architecture.md."""
 
     def check(
         self, test: Any, history: Iterable[OpDict], opts: dict[str, Any]

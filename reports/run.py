@@ -1,6 +1,6 @@
 """One stored run, as the report needs it: config, results, history, node logs.
 
-Layout (ARCHITECTURE.md, "The store"): ``test.json``, ``history.jsonl`` or
+Layout (docs/architecture.md, "Formats"): ``test.json``, ``history.jsonl`` or
 ``history.parquet``, ``results.json``, ``nodes/<node>/``. Every problem with
 the files becomes a ``RunError`` naming the file and what is wrong, which
 the CLI turns into one line and exit 254.

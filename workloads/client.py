@@ -1,8 +1,8 @@
 """The Kafka client for the queue-family workloads, on confluent-kafka.
 
 One :class:`QueueClient` per process holds a producer and a consumer and
-applies ops whose values are micro-op lists (ARCHITECTURE.md, "The op
-model"): ``send``, ``poll`` and ``txn`` ops, plus ``assign``, ``subscribe``
+applies ops whose values are micro-op lists (docs/architecture.md,
+"Formats"): ``send``, ``poll`` and ``txn`` ops, plus ``assign``, ``subscribe``
 and ``crash``. With ``transactional`` set, every queue op runs in a Kafka
 transaction that also commits the consumer's offsets
 (``send_offsets_to_transaction``); an op may carry ``abort_at`` (chosen by

@@ -1,5 +1,5 @@
-"""jepka's ``history.jsonl``: one JSON op per line (ARCHITECTURE.md, "The op
-model"). Reading goes straight to the flat table, in blocks (bounded memory)
+"""jepka's ``history.jsonl``: one JSON op per line (docs/architecture.md,
+"Formats"). Reading goes straight to the flat table, in blocks (bounded memory)
 and, for big files, in one process per core; writing streams ops.
 
 A final line without a newline that does not parse is what a run killed

@@ -1,6 +1,6 @@
 """The op model shared by everything that writes or reads a history.
 
-One op is one line of ``history.jsonl`` (see ARCHITECTURE.md, "The op model"):
+One op is one line of ``history.jsonl`` (see docs/architecture.md, "Formats"):
 an ``invoke`` followed by exactly one completion (``ok``, ``fail`` or ``info``)
 from the same process. Queue and txn values are lists of micro-ops:
 
