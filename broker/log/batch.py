@@ -240,6 +240,8 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
         blocks, pos = [], 16
         while pos < len(data):
             (size,) = struct.unpack_from(">i", data, pos)
+            if size <= 0 or pos + 4 + size > len(data):
+                raise ValueError(f"xerial block of {size} bytes at {pos} of {len(data)}")
             blocks.append(data[pos + 4 : pos + 4 + size])
             pos += 4 + size
     if sum(_snappy_length(block) for block in blocks) > limit:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import uuid
 
 import pytest
@@ -15,7 +16,9 @@ from kio.serial import entity_reader
 from broker.log.batch import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
+    CRC_START,
     HEADER_SIZE,
+    LOG_OVERHEAD,
     CorruptBatch,
     control_batch,
     control_type,
@@ -79,6 +82,19 @@ def test_a_compression_bomb_stops_at_the_limit(codec: int) -> None:
     garbled[HEADER_SIZE + 4 : HEADER_SIZE + 12] = b"\xff" * 8
     with pytest.raises(CorruptBatch):
         decode_records(bytes(garbled), 2 << 20)
+
+
+@pytest.mark.parametrize("size", [-4, 0, 1 << 20])
+def test_a_xerial_snappy_block_size_outside_the_data_is_corrupt(size: int) -> None:
+    """A block size that is negative, empty or past the end is refused rather than
+    read: a size of -4 would leave the reader where it was, forever."""
+    stream = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">i", size) + bytes(8)
+    batch = bytearray(make_batch([b"v"]))
+    batch[HEADER_SIZE:] = stream
+    struct.pack_into(">i", batch, LOG_OVERHEAD - 4, len(batch) - LOG_OVERHEAD)
+    struct.pack_into(">h", batch, CRC_START, 2)  # attributes: snappy
+    with pytest.raises(CorruptBatch, match="do not decompress"):
+        inflated(bytes(batch), 1 << 16)
 
 
 @given(
