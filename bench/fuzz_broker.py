@@ -48,7 +48,7 @@ from broker.replication.peer_client import decode_response, encode_request
 SIZE = struct.Struct(">i")
 TOPICS = {"fuzz": 3, "fuzz-compact": 2}  # name -> partitions; the compacted one runs the cleaner
 STRINGS = (*TOPICS, "fuzz-group", "fuzz-txn", "consumer", "range", "")
-SEEDS_PER_VERSION = 4
+SEEDS_PER_VERSION = 5  # one per codec: none, gzip, snappy, lz4, zstd
 API_VERSIONS = {"client_software_name": "fuzz", "client_software_version": "1"}
 INTERESTING = (b"\xff\xff\xff\xff\x0f", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\xff\xff")
 # written over an int in place (its low 2, 4 or 8 bytes): lengths stay, values go wild
@@ -83,7 +83,7 @@ def build_seeds(advertised: list[tuple[int, int, int]], seed: int) -> list[Seed]
         for version in sorted(set(range(low, high + 1)) & kio_versions(api_key)):
             for i in range(SEEDS_PER_VERSION):
                 rng = random.Random(f"{seed}/{api_key}/{version}/{i}")
-                sampler = Sampler(rng, strings=STRINGS, records=record_batch(i % 2))
+                sampler = Sampler(rng, strings=STRINGS, records=record_batch(i % 5))
                 frame, spots = request_frame(sampler, api_key, version, correlation_id=i)
                 seeds.append(Seed(api_key, version, frame, spots))
     return seeds
@@ -303,6 +303,10 @@ class Campaign:
         ]
         while not all(w.done() for w in workers):
             await asyncio.sleep(1)
+            if watchdog.done() and not self.done:  # a restart failed
+                for w in workers:
+                    w.cancel()
+                raise SystemExit(f"the broker did not restart: {watchdog.exception()!r}")
             if time.monotonic() - last_report >= self.args.report_every:
                 last_report = time.monotonic()
                 rate = self.sent / (last_report - started)
