@@ -143,10 +143,13 @@ class Broker:
             log.info(line)
         for task in self._tasks:
             task.cancel()
-        with contextlib.suppress(Exception):  # whatever fails, the logs are closed cleanly
+        # Whatever fails, every part is stopped and the logs are closed cleanly.
+        with contextlib.suppress(Exception):
             await self.coordinators.stop()
+        with contextlib.suppress(Exception):
             self.txn_verifier.close()
-            if self.marker_sender is not None:
+        if self.marker_sender is not None:
+            with contextlib.suppress(Exception):
                 self.marker_sender.close()
         self.replica_manager.close()
         (self.config.data_dir / CLEAN_SHUTDOWN_FILE).touch()
