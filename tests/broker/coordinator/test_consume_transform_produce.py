@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,11 +15,14 @@ from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration, pytest.mark.slow]
 WORKER = Path(__file__).with_name("ctp_worker.py")
+ROOT = Path(__file__).resolve().parents[3]
 INPUTS = [f"v{i}" for i in range(40)]
 
 
 def run_worker(bootstrap: str, *args: str) -> int:
-    return subprocess.run([sys.executable, str(WORKER), bootstrap, *args], timeout=120).returncode
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the worker imports jepka's packages
+    cmd = [sys.executable, str(WORKER), bootstrap, *args]
+    return subprocess.run(cmd, env=env, timeout=120).returncode
 
 
 def test_crash_mid_transaction_leaves_no_duplicate(
