@@ -18,10 +18,6 @@ from checkers.kind import CycleSearch
 from checkers.kinds import KINDS
 
 GENERIC = "An anomaly reported by the checker; see each instance's explanation."
-CYCLE_EXISTS = (
-    "A dependency cycle provably exists among these operations, but no specific "
-    "cycle was extracted in time."
-)
 
 # Fields that name ops by bare history index (op references are otherwise
 # maps with an ``index`` and a ``process``, found wherever they nest).
@@ -46,8 +42,6 @@ def explain(kind: str) -> str:
     """The plain-language paragraph for ``kind``."""
     if kind in KINDS:
         return KINDS[kind].meaning
-    if kind.endswith("-cycle-exists"):
-        return CYCLE_EXISTS
     return GENERIC
 
 

@@ -5,20 +5,25 @@ and JUnit cases, and the synthetic fault scenarios."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
 
 from checkers.cycles.kinds import SEARCH_TIMEOUT, SPECS
 from checkers.cycles.search import CycleReport
+from checkers.history import flatten
 from checkers.history.faults import ECHOES, FAULTS
 from checkers.kind import Case, CycleSearch, PerKey, PerWorkload
 from checkers.kinds import KINDS
 from checkers.queue.check import FINDERS as PER_KEY
 from checkers.result import allowed_kinds, build_result
 from checkers.workloads.finders import FINDERS as PER_WORKLOAD
-from reports.junit import BASE_KINDS
-from reports.kinds import GENERIC, explain, is_cycle
+from reports.anomalies import anomaly_sections
+from reports.cycles import cycle_views
+from reports.junit import BASE_KINDS, junit_xml
+from reports.kinds import GENERIC
+from reports.pairs import fold
 
 
 def op(index: int, process: str = "1", type_: str = "ok", f: str = "txn") -> Case:
@@ -231,10 +236,20 @@ def test_allowances() -> None:
 
 
 @pytest.mark.parametrize("name", list(KINDS))
-def test_the_reports_glossary_agrees(name: str) -> None:
+def test_the_reports_tell_each_kind(name: str) -> None:
+    """A run with one instance of the kind: its JUnit failure opens with the
+    kind's paragraph, so does its section of the page, and the page draws the
+    instance as a cycle exactly when the cycle search finds the kind."""
     kind = KINDS[name]
-    assert explain(name) == kind.meaning != GENERIC
-    assert is_cycle(name) == (kind.finder is CycleSearch.CYCLE)
+    results = {"valid": False, "anomalies": {name: [SAMPLES[name]]}}
+    failure = ET.fromstring(junit_xml(results, "s")).find(f"testcase[@name='{name}']/failure")
+    assert failure is not None and failure.text is not None
+    assert failure.text.startswith(kind.meaning + "\n") and kind.meaning != GENERIC
+    (section,) = anomaly_sections(results)
+    assert section["explanation"] == kind.meaning
+    pairs, _, _ = fold(flatten([]))
+    drawn = [view["kind"] for view in cycle_views(pairs, results)]
+    assert drawn == ([name] if kind.finder is CycleSearch.CYCLE else [])
     in_every_check = isinstance(kind.finder, PerKey) or kind.finder is CycleSearch.CYCLE
     assert (name in BASE_KINDS) == in_every_check
 
