@@ -5,6 +5,10 @@ its threads reconnecting to brokers that are gone; hundreds of them once
 held a finished run for ten more minutes at exit. So each test fails its
 teardown if it leaves client threads behind, and a session that still has
 some at its end exits at once, after its summary, with a failing status.
+
+Property and fuzz tests draw the same examples on every run (hypothesis
+derandomized, no example database), so they cannot fail at random; the
+long randomized fuzzing is `make acceptance`'s broker campaign.
 """
 
 from __future__ import annotations
@@ -14,9 +18,13 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from tests.client_threads import Snapshot, client_threads, describe, left_after
 from workloads.handles import Clients
+
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.load_profile("deterministic")
 
 GRACE_S = 2.0  # for handles still being destroyed when the test returns
 EXIT_STATUS = pytest.StashKey[int]()
