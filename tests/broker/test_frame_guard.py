@@ -93,7 +93,7 @@ def test_every_request_schema(api_key: int, version: int) -> None:
                 decode_request(rewrite_length(frame, spot, one_less), api_key, version)
 
 
-def test_the_metadata_frame_that_aborted_kio_is_refused() -> None:
+def test_a_metadata_array_count_of_billions_is_refused() -> None:
     body = bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x0F]) + b"\0" * 10  # 2^32 - 2 topics
     head = encoded(
         entity_writer(HeaderV2),
@@ -106,8 +106,9 @@ def test_the_metadata_frame_that_aborted_kio_is_refused() -> None:
 
 
 def test_a_null_array_only_where_the_schema_allows_one() -> None:
-    """kio reads any array as nullable; Kafka refuses null for a non-nullable one, and
-    handlers iterating it raised TypeError (found by the fuzz campaign)."""
+    """A null array passes only where the schema makes it nullable, as in Kafka:
+    kio reads any array as nullable, and handlers iterating a null one would raise
+    TypeError."""
     all_topics = bytes([0, 0, 0, 0])  # Metadata v12: topics null (all), flags, no tags
     assert check(load_request_schema(3, 12), all_topics) == 4
     no_topic_data = struct.pack(">bhib", 0, -1, 1000, 0) + b"\0"  # Produce v9, topic_data null

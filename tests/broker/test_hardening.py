@@ -208,9 +208,10 @@ def test_client_works_after_fuzzing(shared_broker: BrokerProcess, kafka_clients:
 def test_an_array_count_asking_for_tens_of_gb_is_refused(
     start_broker, api_key: int, version: int, count: bytes
 ) -> None:
-    """kio 0.6.5's native reader reserved room for the count before reading any
-    element: 34 GB for the compact array, and the failed allocation aborted the
-    broker (SIGABRT). Now the frame is refused like any malformed one."""
+    """A count of billions of elements is refused like any malformed frame: kio's
+    native reader reserves room for the count before reading any element (34 GB
+    for the compact array) and would abort the broker on the failed allocation,
+    so the frame never reaches it. The broker logs why and keeps serving."""
     broker = start_broker()
     client = WireClient(broker.bootstrap)
     create_topic(client, "fuzz", 2)
@@ -228,10 +229,10 @@ def test_an_array_count_asking_for_tens_of_gb_is_refused(
 def test_a_topic_of_two_billion_partitions_is_refused_not_built(
     shared_broker: BrokerProcess,
 ) -> None:
-    """The broker built one assignment per requested partition before anything else
-    (a fuzzed CreateTopics took 37 s to fail with MemoryError under a 4 GB limit, and
-    would take the whole machine's memory without one); now Kafka's limit of 10,000
-    records an operation refuses it at once."""
+    """A CreateTopics asking for 2^31 - 1 partitions is refused at once with
+    POLICY_VIOLATION by Kafka's limit of 10,000 records an operation, before any
+    assignment is built (one per partition would take the whole machine's memory).
+    The broker keeps serving."""
     client = WireClient(shared_broker.bootstrap)
     try:
         topic = create_topic(client, "huge", 2**31 - 1)
@@ -244,9 +245,9 @@ def test_a_topic_of_two_billion_partitions_is_refused_not_built(
 def test_a_null_topic_name_before_metadata_v12_is_an_invalid_request(
     shared_broker: BrokerProcess,
 ) -> None:
-    """v10 and v11 let a requested topic's name be null but not the answer's; the
-    handler echoed it and failed encoding the response (found by the fuzz campaign).
-    Kafka refuses the request as invalid; so does the broker now, logged."""
+    """v10 and v11 let a requested topic's name be null but not the answer's, which
+    would echo it. The broker refuses such a request as invalid, as Kafka does: it
+    logs why, closes the connection and keeps serving."""
     client = WireClient(shared_broker.bootstrap)
     try:
         unnamed = {"topic_id": uuid.uuid4(), "name": None}
@@ -263,9 +264,9 @@ def test_a_null_topic_name_before_metadata_v12_is_an_invalid_request(
 def test_a_compression_bomb_is_not_inflated_for_a_timestamp_lookup(
     shared_broker: BrokerProcess,
 ) -> None:
-    """A timestamp lookup inflated a batch's records whole: 8 kB of zstd holding 256 MB
-    took 10.9 s, and a 1 MB batch can hold 32 GB. Records may now inflate to 64 times
-    the topic's max.message.bytes; past that the partition answers CORRUPT_MESSAGE."""
+    """A timestamp lookup inflates a batch's records only up to 64 times the topic's
+    max.message.bytes (8 kB of zstd can hold 256 MB, a 1 MB batch 32 GB); past that
+    the partition answers CORRUPT_MESSAGE and the broker keeps serving."""
     client = WireClient(shared_broker.bootstrap)
     try:
         create_topic(client, "bomb", 1, max_message_bytes="1000")
