@@ -18,7 +18,7 @@ from harness.runner import FaultTracker, RunState, build_generator, run_test
 from harness.spec import resolve
 from harness.store import HistoryWriter
 from nemesis.package import build as build_nemesis
-from tests.client_threads import client_threads
+from tests.client_threads import Snapshot
 from tests.workloads.broker_process import start_broker
 from workloads.workload import build as build_workload
 
@@ -147,6 +147,7 @@ def test_ctrl_c_stops_and_still_checks_what_was_recorded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     broker = start_broker(tmp_path / "data")
+    before = Snapshot.take()
     store = tmp_path / "store"
     history = store / "latest" / "history.jsonl"
 
@@ -182,7 +183,7 @@ def test_ctrl_c_stops_and_still_checks_what_was_recorded(
                 str(store),
             ]
         )
-        assert client_threads() == []  # every client closed before the verdict
+        assert before.new_client_threads() == []  # every client closed before the verdict
     finally:
         presser.join(5)
         broker.kill()
@@ -215,9 +216,10 @@ def test_a_run_that_fails_mid_way_closes_every_client(
     monkeypatch.setattr(HistoryWriter, "append", fail_after_40_ops)
     flags = {"workload": "txn", "time_limit": 300, "rate": 30, "concurrency": 2, "key_count": 2}
     spec = resolve(None, {**flags, "bootstrap": broker.bootstrap, "store": str(tmp_path / "s")})
+    before = Snapshot.take()
     try:
         with pytest.raises(OSError, match="disk full"):
             run_test(spec)
-        assert client_threads() == []
+        assert before.new_client_threads() == []
     finally:
         broker.kill()

@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
 
-from tests.client_threads import client_threads
+from tests.client_threads import Snapshot
 from workloads.handles import ABORT_S, Clients, close_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.broker]
@@ -23,6 +23,7 @@ def create_topic(bootstrap: str) -> None:
 
 
 def test_every_client_of_a_block_is_gone_with_its_broker_gone(broker: Any) -> None:
+    before = Snapshot.take()
     create_topic(broker.bootstrap)
     conf = {"bootstrap.servers": broker.bootstrap}
     with Clients() as clients:
@@ -32,10 +33,11 @@ def test_every_client_of_a_block_is_gone_with_its_broker_gone(broker: Any) -> No
         broker.kill()
         started = time.monotonic()
     assert time.monotonic() - started < 1  # not message.timeout.ms (300 s)
-    assert client_threads() == []
+    assert before.new_client_threads() == []
 
 
 def test_an_open_transaction_out_of_reach_does_not_hang_the_close(broker: Any) -> None:
+    before = Snapshot.take()
     create_topic(broker.bootstrap)
     clients = Clients()
     producer = clients.producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "x"})
@@ -48,10 +50,11 @@ def test_an_open_transaction_out_of_reach_does_not_hang_the_close(broker: Any) -
     clients.close()  # Producer.close() would abort with no time limit
     assert time.monotonic() - started < ABORT_S + 1
     del producer  # the last reference: destroyed without close
-    assert client_threads() == []
+    assert before.new_client_threads() == []
 
 
 def test_a_fenced_producer_closes_without_raising(broker: Any) -> None:
+    before = Snapshot.take()
     create_topic(broker.bootstrap)
     conf = {"bootstrap.servers": broker.bootstrap, "transactional.id": "fenced"}
     with Clients() as clients:
@@ -63,4 +66,4 @@ def test_a_fenced_producer_closes_without_raising(broker: Any) -> None:
         with pytest.raises(KafkaException):
             zombie.commit_transaction(10)
         close_producer(zombie)  # its fatal error is not raised again
-    assert client_threads() == []
+    assert before.new_client_threads() == []
