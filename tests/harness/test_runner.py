@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import _thread
 import json
+import signal
 import threading
 import time
 from pathlib import Path
@@ -159,6 +160,9 @@ def test_ctrl_c_stops_and_still_checks_what_was_recorded(
             time.sleep(0.1)
         _thread.interrupt_main()
 
+    # A process started in the background of a shell inherits SIGINT ignored,
+    # and interrupt_main then does nothing: Ctrl-C is what a terminal delivers.
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     presser = threading.Thread(target=press_ctrl_c, daemon=True)
     presser.start()
     try:
@@ -186,6 +190,7 @@ def test_ctrl_c_stops_and_still_checks_what_was_recorded(
         assert before.new_client_threads() == []  # every client closed before the verdict
     finally:
         presser.join(5)
+        signal.signal(signal.SIGINT, handler)
         broker.kill()
     out, err = capsys.readouterr()
     # without final reads some sends may be unseen: any verdict, but a verdict
