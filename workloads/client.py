@@ -33,6 +33,7 @@ from workloads.outcomes import (
     Outcome,
     classify,
     classify_delivery,
+    classify_txn,
     is_abortable,
 )
 
@@ -237,6 +238,8 @@ class QueueClient:
         results: list[Any] = []
         sends: dict[int, list[Any]] = {}
         abort_at = op.get("abort_at")
+        failure: Outcome | None = None
+        abortable = False
         try:
             producer.begin_transaction()
             for i, mop in enumerate(op["value"]):
@@ -258,19 +261,24 @@ class QueueClient:
                 )
             producer.commit_transaction(timeout)
         except IntentionalAbort:
-            self._fill_sends(op["value"], results, sends)
-            return completion(op, results, self._abort("intentional-abort"))
+            failure, abortable = Outcome("fail", "intentional-abort"), True
         except (KafkaException, BufferError, TimeoutError, ValueError) as e:
-            self._fill_sends(op["value"], results, sends)
-            outcome = classify(e)
-            if is_abortable(e):
-                outcome = self._abort(outcome.error)
-            elif outcome.type == "fail" and not outcome.end_process:
-                # a definite refusal of one call does not make the txn definite
-                outcome = Outcome("info", outcome.error)
-            return completion(op, results, outcome)
+            failure, abortable = classify_txn(e), is_abortable(e)
         self._fill_sends(op["value"], results, sends)
-        return completion(op, results, None)
+        if failure is None:
+            return completion(op, results, None)
+        return completion(op, results, self._end_failed(failure, abortable))
+
+    def _end_failed(self, failure: Outcome, abortable: bool) -> Outcome:
+        """How a failed transaction ends: aborted if it asks for that, and
+        ``info`` unless certainly aborted (a definite refusal of one call does
+        not make the transaction definite). Called after the ``except`` block:
+        see ``workloads.handles`` on calls made while handling an exception."""
+        if abortable:
+            return self._abort(failure.error)
+        if failure.type == "fail" and not failure.end_process:
+            return Outcome("info", failure.error)
+        return failure
 
     def _abort(self, cause: str) -> Outcome:
         """Aborts the open transaction: ``fail`` if Kafka acknowledged the

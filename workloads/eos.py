@@ -40,7 +40,7 @@ from harness.generator import (
 from workloads.client import ClientConfig, OpDict, QueueClient, completion
 from workloads.consuming import KeyConsumer
 from workloads.generators import AssignNewProcesses, OffsetTracker, final_polls, track_offsets
-from workloads.outcomes import Outcome, classify, is_abortable
+from workloads.outcomes import Outcome, classify_txn, is_abortable
 
 
 def owned_keys(inputs: list[int], concurrency: int, process: Any) -> list[int]:
@@ -78,7 +78,7 @@ class EosClient(QueueClient):
             try:
                 self._connect(op["process"])
             except KafkaException as e:
-                return completion(op, op.get("value"), classify(e))
+                return completion(op, op.get("value"), classify_txn(e))
         if op.get("copy"):
             assert self.consumer is not None
             self.consumer.begin_op()
@@ -91,6 +91,8 @@ class EosClient(QueueClient):
         n = len(self.inputs)
         results: list[Any] = []
         cells: list[tuple[int, int, list[Any]]] = []
+        failure: Outcome | None = None
+        abortable = False
         try:
             producer.begin_transaction()
             polled = self._poll(op)
@@ -106,19 +108,17 @@ class EosClient(QueueClient):
                 )
             producer.commit_transaction(timeout)
         except (KafkaException, BufferError, TimeoutError, ValueError) as e:
-            outcome = classify(e)
-            if is_abortable(e):
-                outcome = self._abort(outcome.error)
-            elif outcome.type == "fail" and not outcome.end_process:
-                outcome = Outcome("info", outcome.error)
-            if outcome.type == "fail":
-                # Aborted for sure: the retry copies the same values to the
-                # same output keys, so recording these sends would name a
-                # failed writer for values the retry commits. An aborted
-                # output a reader sees still shows, as a duplicate.
-                return completion(op, results, outcome)
-            return completion(op, results + _sends(cells), outcome)
-        return completion(op, results + _sends(cells), None)
+            failure, abortable = classify_txn(e), is_abortable(e)
+        if failure is None:
+            return completion(op, results + _sends(cells), None)
+        outcome = self._end_failed(failure, abortable)
+        if outcome.type == "fail":
+            # Aborted for sure: the retry copies the same values to the
+            # same output keys, so recording these sends would name a
+            # failed writer for values the retry commits. An aborted
+            # output a reader sees still shows, as a duplicate.
+            return completion(op, results, outcome)
+        return completion(op, results + _sends(cells), outcome)
 
 
 def _sends(cells: list[tuple[int, int, list[Any]]]) -> list[list[Any]]:

@@ -16,12 +16,20 @@ is destroyed without ``close`` once its last reference goes (its destructor
 neither flushes nor aborts). An admin client has no ``close``; leaving its
 ``with`` block destroys it, whoever else still holds a reference (a bound
 method, a future).
+
+A confluent-kafka call (2.16) that raises while an exception is being handled
+keeps that exception alive for good, and with it its traceback's frames and
+every client they hold, whose threads then never end. So client calls that
+may raise are not made inside ``except`` blocks, and ``close_producer``, which
+runs from ``finally`` and exit stacks, aborts on a thread of its own then.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import sys
+import threading
 from contextlib import ExitStack
 from typing import Any
 
@@ -38,6 +46,15 @@ def close_producer(producer: Producer) -> None:
     """Drops every message not yet acknowledged, aborts an open transaction,
     then destroys the producer; if the abort does not finish in time, the
     producer is left to its last reference (see above)."""
+    if sys.exc_info()[1] is None:
+        _close_producer(producer)
+        return
+    closer = threading.Thread(target=_close_producer, args=(producer,), name="jepka-close")
+    closer.start()
+    closer.join()
+
+
+def _close_producer(producer: Producer) -> None:
     try:
         producer.purge(in_queue=True, in_flight=True)
         producer.abort_transaction(ABORT_S)

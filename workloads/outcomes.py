@@ -18,7 +18,7 @@ by :func:`classify`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -103,10 +103,16 @@ def classify_code(code: int, fatal: bool = False) -> Outcome:
     return Outcome("info", name)
 
 
+def _unwrapped(e: BaseException | KafkaError) -> BaseException | KafkaError:
+    """The ``KafkaError`` a ``KafkaException`` carries, else ``e``."""
+    if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
+        return e.args[0]
+    return e
+
+
 def classify(e: BaseException | KafkaError) -> Outcome:
     """The outcome for anything a client call raised or reported."""
-    if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
-        e = e.args[0]
+    e = _unwrapped(e)
     if isinstance(e, KafkaError):
         return classify_code(e.code(), e.fatal())
     if isinstance(e, ClientCrash):
@@ -114,6 +120,21 @@ def classify(e: BaseException | KafkaError) -> Outcome:
     if isinstance(e, TimeoutError):
         return Outcome("info", "timeout")
     return Outcome("info", f"indeterminate: {type(e).__name__}: {e}".rstrip(": "))
+
+
+# A transactional call that timed out goes on inside librdkafka, which then
+# refuses every other transactional call (``_CONFLICT``) until the same call
+# is made again; the process ends so that the next one gets a fresh producer.
+IN_PROGRESS: frozenset[int] = frozenset({KafkaError._TIMED_OUT, KafkaError._CONFLICT})
+
+
+def classify_txn(e: BaseException | KafkaError) -> Outcome:
+    """The outcome for what a transaction's calls raised (see ``IN_PROGRESS``)."""
+    outcome = classify(e)
+    e = _unwrapped(e)
+    if isinstance(e, KafkaError) and e.code() in IN_PROGRESS:
+        return replace(outcome, end_process=True)
+    return outcome
 
 
 # Delivery reports come after librdkafka's retries: an earlier attempt may
@@ -135,6 +156,5 @@ def classify_delivery(err: KafkaError) -> Outcome:
 
 def is_abortable(e: BaseException | KafkaError) -> bool:
     """Whether a transactional error asks for an abort (the txn can be rolled back)."""
-    if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
-        e = e.args[0]
+    e = _unwrapped(e)
     return isinstance(e, KafkaError) and e.txn_requires_abort()

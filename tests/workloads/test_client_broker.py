@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any
 
 import pytest
 
+from tests.client_threads import Snapshot, left_after
 from workloads.client import ClientConfig, QueueClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.broker, pytest.mark.slow]
@@ -198,3 +201,27 @@ def test_subscribe_after_assign_joins_the_group(broker: Any) -> None:
         assert {"type": "assigned", "keys": [0, 1]} in log
     finally:
         s.close()
+
+
+def test_a_txn_cut_off_from_its_coordinator_ends_its_process_and_frees_its_producer(
+    broker: Any,
+) -> None:
+    """A txn whose broker stops answering ends ``info`` and ends its process;
+    closing the client then frees the producer at once, though its transaction
+    cannot be aborted: no reference to it may be kept (confluent-kafka keeps
+    the exception being handled when one of its calls raises inside
+    ``except``, and with it the frames that hold the client)."""
+    before = Snapshot.take()
+    s = Session(config(broker.bootstrap, transactional=True, op_timeout_s=3.0))
+    s("assign", list(KEYS))
+    assert s("txn", [["send", 0, 1]])["type"] == "ok"
+    os.kill(broker.proc.pid, signal.SIGSTOP)
+    try:
+        done = s("txn", [["send", 0, 2]])
+        s.close()
+        del s
+        left = left_after(before, 2.0)
+    finally:
+        os.kill(broker.proc.pid, signal.SIGCONT)
+    assert done["type"] == "info" and done.get("end_process"), done
+    assert left == []

@@ -6,10 +6,10 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
-from tests.client_threads import Snapshot
+from tests.client_threads import Snapshot, left_after
 from workloads.handles import ABORT_S, Clients, close_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.broker]
@@ -67,3 +67,24 @@ def test_a_fenced_producer_closes_without_raising(broker: Any) -> None:
             zombie.commit_transaction(10)
         close_producer(zombie)  # its fatal error is not raised again
     assert before.new_client_threads() == []
+
+
+def _fail_holding(producer: Producer) -> None:
+    raise RuntimeError("a test body that failed with a producer in its frame")
+
+
+def test_a_producer_closed_while_an_exception_is_handled_is_freed(broker: Any) -> None:
+    before = Snapshot.take()
+    create_topic(broker.bootstrap)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "y"})
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce("t", b"open")
+    producer.flush(10)
+    broker.kill()
+    try:
+        _fail_holding(producer)
+    except RuntimeError:
+        close_producer(producer)  # its abort times out, raising inside
+    del producer
+    assert left_after(before, 2.0) == []

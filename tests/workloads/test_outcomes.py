@@ -10,6 +10,7 @@ from workloads.outcomes import (
     Outcome,
     classify,
     classify_delivery,
+    classify_txn,
     is_abortable,
 )
 
@@ -74,3 +75,11 @@ def test_abortable() -> None:
     assert is_abortable(KafkaException(KafkaError(E._STATE, txn_requires_abort=True)))
     assert not is_abortable(KafkaException(KafkaError(E._STATE)))
     assert not is_abortable(ValueError())
+
+
+def test_a_timed_out_transactional_call_ends_the_process() -> None:
+    for code in (E._TIMED_OUT, E._CONFLICT):
+        outcome = classify_txn(KafkaException(KafkaError(code)))
+        assert outcome.type == "info" and outcome.end_process
+    assert classify_txn(KafkaException(KafkaError(E._STATE))) == Outcome("fail", "state")
+    assert classify_txn(TimeoutError()) == Outcome("info", "timeout")
