@@ -7,15 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.workloads.broker_process import BrokerProcess, start_broker
+from broker.launcher import BrokerProcess
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    b = start_broker(tmp_path / "data")
+    b = BrokerProcess(tmp_path / "data").start(60)
     try:
         yield b
     finally:
         b.kill()
-        if b.proc.stdout is not None:
-            b.proc.stdout.close()

@@ -104,7 +104,7 @@ def test_a_restart_reads_the_epoch_and_hw_checkpoints_back(
     wait_for(lambda: hws.exists() and "ckpt 0 3" in hws.read_text(), "the HW is checkpointed")
     assert epochs.read_text().splitlines()[:2] == ["0", "1"]  # one epoch, from offset 0
     assert epochs.read_text().splitlines()[2].split()[1] == "0"
-    node.terminate()
+    node.stop()
     assert "ckpt 0 3" in hws.read_text()  # written at clean shutdown too
     cluster.restart(follower)
     assert produce(cluster.bootstrap, "ckpt", {0: ["d"]}) == [None]
