@@ -10,6 +10,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigResource, NewTopic
 
 from broker.launcher import BrokerProcess
+from tests.eventually import eventually
 from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
@@ -192,12 +193,12 @@ def test_compacted_topic_read_by_a_real_consumer(start_broker, kafka_clients: Cl
         expected[key] = value
         producer.produce("compact", value, key=key)
         producer.flush(10)  # one batch per record, so batches can go
-    log_text = ""
-    deadline = time.monotonic() + 30
-    while "compacted compact-0" not in log_text and time.monotonic() < deadline:
-        time.sleep(0.2)
-        log_text = (broker.data_dir / "broker.log").read_text()
-    assert "compacted compact-0" in log_text
+    eventually(
+        lambda: "compacted compact-0" in (broker.data_dir / "broker.log").read_text(),
+        30,
+        interval=0.2,
+        what="the broker log says compacted compact-0",
+    )
     consumer = kafka_clients.consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused"})
     consumer.assign([TopicPartition("compact", 0, 0)])
     seen: dict[bytes, bytes] = {}

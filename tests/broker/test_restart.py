@@ -17,6 +17,7 @@ from broker.log.ledger import LEDGER_NAME, read_ledger
 from tests.broker.batches import make_batch, read_values
 from tests.broker.test_clients import consume, create
 from tests.broker.wire import WireClient, create_topic, produce
+from tests.eventually import eventually
 from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration, pytest.mark.slow]
@@ -188,10 +189,8 @@ def test_retention_runs_in_the_broker_and_moves_the_log_start(start_broker) -> N
     assert create_topic(client, "ret").error_code == ErrorCode.none
     for i in range(60):
         produce(client, "ret", 0, make_batch([b"%03d" % i + b"r" * 100]))
-    earliest = 0
-    deadline = time.monotonic() + 30
-    while earliest == 0 and time.monotonic() < deadline:
-        time.sleep(0.1)
+
+    def earliest_offset() -> int:
         response = client.request(
             2,
             7,
@@ -208,7 +207,10 @@ def test_retention_runs_in_the_broker_and_moves_the_log_start(start_broker) -> N
                 ],
             },
         )
-        earliest = response.topics[0].partitions[0].offset
+        return response.topics[0].partitions[0].offset
+
+    time.sleep(0.1)  # a retention pass after the last produce before the first look
+    earliest = eventually(earliest_offset, 30, interval=0.1, what="retention moved the log start")
     client.close()
     assert 0 < earliest < 60
     sizes = sum(p.stat().st_size for p in (broker.data_dir / "ret-0").glob("*.log"))

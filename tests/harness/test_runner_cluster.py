@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from harness.cluster import Cluster, ClusterSpec, make_db
 from harness.control import Result
 from harness.db.reference import ReferenceBroker
 from harness.spec import SpecError, resolve
+from tests.eventually import eventually
 from tests.harness.runs import run_replicated
 from tests.nemesis.probes import leftovers
 
@@ -137,10 +137,12 @@ def test_compose_nodes_form_one_cluster(tmp_path: Path) -> None:
         with Clients() as clients:
             admin = clients.admin({"bootstrap.servers": cluster.bootstrap})
             admin.create_topics([NewTopic("rf3", 2, 3)])["rf3"].result(timeout=30)
-            deadline = time.monotonic() + 30  # every node applies the creation in its own time
-            while "rf3" not in (md := admin.list_topics(timeout=30)).topics:
-                assert time.monotonic() < deadline, "rf3 never showed in the metadata"
-                time.sleep(0.2)
+            md = eventually(  # every node applies the creation in its own time
+                lambda: m if "rf3" in (m := admin.list_topics(timeout=30)).topics else None,
+                30,
+                interval=0.2,
+                what="rf3 never showed in the metadata",
+            )
             assert sorted(md.brokers) == [1, 2, 3]
             for p in md.topics["rf3"].partitions.values():
                 assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3]

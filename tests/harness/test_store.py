@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from checkers.history import read_flat
 from harness.store import HistoryWriter, RunDir, safe_name
+from tests.eventually import eventually
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -123,11 +123,12 @@ def test_a_run_killed_half_way_leaves_a_checkable_history(tmp_path: Path) -> Non
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"started"
         history = tmp_path / "killed" / "latest" / "history.jsonl"
-        deadline = time.monotonic() + 30
-        while (not history.exists() or history.stat().st_size < 20_000) and (
-            time.monotonic() < deadline
-        ):
-            time.sleep(0.02)
+        eventually(
+            lambda: history.exists() and history.stat().st_size >= 20_000,
+            30,
+            interval=0.02,
+            what="20 kB of history written",
+        )
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()

@@ -19,6 +19,8 @@ from typing import Any
 
 import websocket
 
+from tests.eventually import eventually
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = (
     "--headless",
@@ -62,14 +64,15 @@ class Chromium:
 
     def _port(self) -> int:
         marker = self.profile / "DevToolsActivePort"
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
+
+        def written() -> int | None:
             if marker.is_file() and marker.read_text().strip():
                 return int(marker.read_text().split()[0])
             if self.proc.poll() is not None:
                 raise RuntimeError(f"chromium exited with {self.proc.returncode}")
-            time.sleep(0.05)
-        raise TimeoutError("chromium did not open its debugging port")
+            return None
+
+        return eventually(written, TIMEOUT, what="chromium did not open its debugging port")
 
     def _event(self, msg: dict[str, Any]) -> None:
         method, p = msg.get("method"), msg.get("params", {})

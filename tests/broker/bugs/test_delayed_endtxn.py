@@ -8,7 +8,6 @@ Exact requests over the wire, so the late write can be sent exactly when it is l
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from tests.broker.batches import make_batch, read_values
 from tests.broker.bugs.fetching import fetch
 from tests.broker.coordinator.wire_calls import add_partitions, end_txn, init_producer_id
 from tests.broker.wire import WireClient, create_topic
+from tests.eventually import eventually
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
 
@@ -44,26 +44,25 @@ def produce_txn(client: WireClient, batch: bytes) -> Any:
 
 def add_partition_when_done(client: WireClient, pid: int, epoch: int) -> None:
     """AddPartitionsToTxn, retried while the previous transaction's markers are written."""
-    deadline = time.monotonic() + 10
-    while True:
+
+    def added() -> dict[tuple[str, int], int] | None:
         codes = add_partitions(client, TXN_ID, pid, epoch, TOPIC, [0])
-        if codes[(TOPIC, 0)] != ErrorCode.concurrent_transactions:
-            assert codes == {(TOPIC, 0): ErrorCode.none}
-            return
-        assert time.monotonic() < deadline, "the previous transaction never completed"
-        time.sleep(0.05)
+        return None if codes[(TOPIC, 0)] == ErrorCode.concurrent_transactions else codes
+
+    codes = eventually(added, 10, what="the previous transaction never completed")
+    assert codes == {(TOPIC, 0): ErrorCode.none}
 
 
 def committed_values(client: WireClient) -> list[bytes]:
     """What a read_committed reader sees once no transaction is open."""
-    deadline = time.monotonic() + 10
-    while True:
+
+    def settled() -> Any:
         answer = fetch(client, TOPIC, read_committed=True)
-        if answer.last_stable_offset == answer.high_watermark:
-            assert not answer.aborted_transactions  # no aborted transaction wrote here
-            return [v for _, v in read_values(answer.records or b"")]
-        assert time.monotonic() < deadline, "a transaction stayed open"
-        time.sleep(0.05)
+        return answer if answer.last_stable_offset == answer.high_watermark else None
+
+    answer = eventually(settled, 10, what="a transaction stayed open")
+    assert not answer.aborted_transactions  # no aborted transaction wrote here
+    return [v for _, v in read_values(answer.records or b"")]
 
 
 @pytest.mark.parametrize("bug", [True, False], ids=["delayed-endtxn", "correct"])

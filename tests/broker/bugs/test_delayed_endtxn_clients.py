@@ -26,6 +26,7 @@ from harness.cluster import Cluster, ClusterSpec
 from harness.net import iptables
 from nemesis.base import NemesisContext
 from nemesis.roles import KafkaRoles, RoleLookupError
+from tests.eventually import eventually
 from tests.nemesis.probes import netns_available
 from workloads.client import ClientConfig, create_topics
 from workloads.handles import Clients
@@ -58,19 +59,18 @@ def staging_key(roles: KafkaRoles, txn_id: str, timeout: float = 30) -> tuple[in
     leader. Retried, as Kafka's own tests wait for metadata on every broker:
     CreateTopics returns once the controller has the topics, and the broker a
     Metadata request reaches may not have replayed them yet."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            coordinator = roles.coordinator("transaction", txn_id)
-            for key in KEYS:
-                leader = roles.leader(*topic_partition(key))
-                if leader != coordinator:
-                    return key, leader
-            raise RoleLookupError(f"{coordinator} coordinates {txn_id} and leads every key")
-        except RoleLookupError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+
+    def lookup() -> tuple[int, str]:
+        coordinator = roles.coordinator("transaction", txn_id)
+        for key in KEYS:
+            leader = roles.leader(*topic_partition(key))
+            if leader != coordinator:
+                return key, leader
+        raise RoleLookupError(f"{coordinator} coordinates {txn_id} and leads every key")
+
+    return eventually(
+        lookup, timeout, interval=0.2, retry_on=(RoleLookupError,), what="a staging key"
+    )
 
 
 def abort_across_a_cut(config: ClientConfig, ctx: NemesisContext, key: int, leader: str) -> None:

@@ -4,8 +4,8 @@ of it. A real transactional confluent-kafka producer, a raw Fetch to see the byt
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -14,6 +14,7 @@ from broker.launcher import BrokerProcess
 from tests.broker.batches import read_values
 from tests.broker.bugs.fetching import fetch
 from tests.broker.wire import WireClient, create_topic
+from tests.eventually import eventually
 from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
@@ -45,12 +46,14 @@ def test_read_committed_fetch_of_an_open_transaction(
             assert committed.last_stable_offset == 0
             assert read_values(committed.records or b"") == []
         producer.abort_transaction(30)
+
         # EndTxn answers once the abort is prepared; the marker (offset 2) is
         # written after, as in Kafka, and then the LSO moves past it
-        deadline = time.monotonic() + 30
-        while (after := fetch(client, "lso", read_committed=True)).last_stable_offset < 3:
-            assert time.monotonic() < deadline, "the abort marker never landed"
-            time.sleep(0.05)
+        def past_the_marker() -> Any:
+            answer = fetch(client, "lso", read_committed=True)
+            return answer if answer.last_stable_offset >= 3 else None
+
+        after = eventually(past_the_marker, 30, what="the abort marker never landed")
         # The record read above belongs to an aborted transaction: an aborted read.
         assert [t.first_offset for t in after.aborted_transactions] == [0]
     finally:

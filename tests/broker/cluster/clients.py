@@ -10,6 +10,7 @@ from typing import Any
 from confluent_kafka import KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 
+from tests.eventually import eventually
 from workloads.handles import Clients
 
 
@@ -39,15 +40,18 @@ def create_topic(bootstrap: str, name: str, partitions: int, rf: int, **configs:
 
 def leaders(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30) -> list[int]:
     """The leader of each partition of ``topic`` once the metadata names one for all."""
-    deadline = time.monotonic() + timeout
     with admin(bootstrap) as client:
-        while time.monotonic() < deadline:
+
+        def elected() -> list[int] | None:
             meta = client.list_topics(topic, timeout=10).topics.get(topic)
             ready = meta is not None and not meta.error and len(meta.partitions) == partitions
             if ready and all(p.leader >= 0 for p in meta.partitions.values()):
                 return [meta.partitions[p].leader for p in range(partitions)]
-            time.sleep(0.1)
-    raise AssertionError(f"no leaders for {topic} in {bootstrap}'s metadata after {timeout} s")
+            return None
+
+        return eventually(
+            elected, timeout, interval=0.1, what=f"no leaders for {topic} in {bootstrap}'s metadata"
+        )
 
 
 def leader_of(bootstrap: str, topic: str) -> int:
@@ -104,8 +108,14 @@ def wait_state(
     bootstrap: str, topic: str, check: Callable[[int, list[int]], bool], timeout: float = 60
 ) -> tuple[int, list[int]]:
     """Polls partition 0's state until ``check(leader, isr)``; returns that state."""
-    deadline = time.monotonic() + timeout
-    while not check(*(state := partition_state(bootstrap, topic))):
-        assert time.monotonic() < deadline, state
-        time.sleep(0.1)
-    return state
+
+    def reached() -> tuple[int, list[int]] | None:
+        state = partition_state(bootstrap, topic)
+        return state if check(*state) else None
+
+    return eventually(
+        reached,
+        timeout,
+        interval=0.1,
+        what=lambda: f"{topic}-0 as checked; it is {partition_state(bootstrap, topic)}",
+    )

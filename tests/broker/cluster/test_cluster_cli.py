@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 
 import pytest
+from confluent_kafka.admin import ClusterMetadata
 
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import admin, create_topic, metadata, produce, read_partition
+from tests.eventually import eventually
 from workloads.handles import Clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
@@ -61,13 +64,13 @@ def test_controller_failover_while_topics_are_created(
     cluster.kill(old)
     survivors = ",".join(n.address for n in cluster.nodes.values() if n.node_id != old)
 
-    deadline = time.monotonic() + 30
-    after = metadata(survivors)
-    while (after.controller_id in (old, -1) or old in after.brokers) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.2)
+    def without_old() -> ClusterMetadata | None:
         after = metadata(survivors)
+        return None if after.controller_id in (old, -1) or old in after.brokers else after
+
+    after = eventually(
+        without_old, 30, interval=0.2, what=f"a controller other than {old}, and {old} gone"
+    )
     assert after.controller_id not in (old, -1)
     assert sorted(after.brokers) == sorted(set(cluster.nodes) - {old})
     # The dead broker led a partition of "before": it has a new leader from the ISR.
@@ -87,9 +90,16 @@ def test_deleted_topic_disappears_from_every_node(
     assert list(cluster.root.glob("n*/doomed-*"))  # replicas on disk
     with admin(cluster.bootstrap) as client:
         client.delete_topics(["doomed"], operation_timeout=30)["doomed"].result(60)
-    deadline = time.monotonic() + 30
+
+    def forgotten(address: str) -> bool:
+        return "doomed" not in metadata(address).topics
+
+    deadline = time.monotonic() + 30  # for all the nodes together
     for node in cluster.nodes.values():
-        while "doomed" in metadata(node.address).topics:
-            assert time.monotonic() < deadline, f"node {node.node_id} still lists the topic"
-            time.sleep(0.2)
+        eventually(
+            partial(forgotten, node.address),
+            deadline - time.monotonic(),
+            interval=0.2,
+            what=f"node {node.node_id} still lists the topic",
+        )
     assert not list(cluster.root.glob("n*/doomed-*"))

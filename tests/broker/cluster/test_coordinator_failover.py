@@ -13,6 +13,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import admin, create_topic, produce
+from tests.eventually import eventually
 from workloads.handles import Clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
@@ -54,16 +55,13 @@ def test_committed_offsets_survive_the_coordinator_sigkill(
     coordinator = coordinator_of(cluster.bootstrap)
     cluster.kill(coordinator)
     survivors = ",".join(n.address for n in cluster.nodes.values() if n.node_id != coordinator)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            moved = coordinator_of(survivors)
-            if moved != coordinator:
-                break
-        except Exception:  # the group is briefly without a coordinator
-            pass
-        assert time.monotonic() < deadline, "no new coordinator"
-        time.sleep(0.3)
+    eventually(
+        lambda: coordinator_of(survivors) != coordinator,
+        60,
+        interval=0.3,
+        what="no new coordinator",
+        retry_on=(Exception,),  # the group is briefly without a coordinator
+    )
     request = ConsumerGroupTopicPartitions("cg", [TopicPartition("work", p) for p in range(3)])
     with admin(survivors) as client:
         offsets = client.list_consumer_group_offsets([request])["cg"].result(30)

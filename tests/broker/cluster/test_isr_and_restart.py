@@ -7,7 +7,6 @@ the leader-epoch and high-watermark checkpoints back."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -22,6 +21,7 @@ from tests.broker.cluster.clients import (
     produce,
     read_partition,
 )
+from tests.eventually import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 #: fencing cannot explain an ISR shrink within this test: only the lag can
@@ -30,14 +30,6 @@ LAGGING = ("replica.lag.time.max.ms=1500", "broker.session.timeout.ms=60000")
 
 def isr_of(bootstrap: str, topic: str) -> set[int]:
     return set(metadata(bootstrap, topic).topics[topic].partitions[0].isrs)
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.2)
 
 
 def test_a_paused_follower_leaves_the_isr_by_lag_and_returns_after_catching_up(
@@ -57,12 +49,22 @@ def test_a_paused_follower_leaves_the_isr_by_lag_and_returns_after_catching_up(
         outcome = produce(live, "lag", {0: ["during"]}, **{"message.timeout.ms": 30000})
         assert outcome == [None]
         # the leader's shrink is committed; the other live broker applies it a moment later
-        wait_for(lambda: paused not in isr_of(live, "lag"), "the ISR shrink is visible", 5)
+        eventually(
+            lambda: paused not in isr_of(live, "lag"),
+            5,
+            interval=0.2,
+            what="the ISR shrink is visible",
+        )
         brokers = {b.id for b in metadata(live).brokers.values()}
         assert paused in brokers, "the follower was fenced, not shrunk out for lag"
     finally:
         cluster.nodes[paused].resume()
-    wait_for(lambda: isr_of(cluster.bootstrap, "lag") == {1, 2, 3}, "the follower rejoins")
+    eventually(
+        lambda: isr_of(cluster.bootstrap, "lag") == {1, 2, 3},
+        30,
+        interval=0.2,
+        what="the follower rejoins",
+    )
     assert read_partition(cluster.bootstrap, "lag", 0, 2) == ["before", "during"]
 
 
@@ -83,7 +85,7 @@ def test_a_node_restarted_while_its_quorum_is_cut_off_is_up_and_serves_once_it_r
             cluster.nodes[other].resume()
     cluster.wait_ready([1], timeout=60)
     own = cluster.nodes[1].address
-    wait_for(lambda: leader_of(own, "cut") >= 0, "node 1 names a leader")
+    eventually(lambda: leader_of(own, "cut") >= 0, 30, interval=0.2, what="node 1 names a leader")
     assert produce(cluster.bootstrap, "cut", {0: ["b"]}, **{"message.timeout.ms": 30000}) == [None]
     assert read_partition(own, "cut", 0, 2) == ["a", "b"]
 
@@ -101,7 +103,12 @@ def test_a_restart_reads_the_epoch_and_hw_checkpoints_back(
     node = cluster.nodes[follower]
     epochs = node.data_dir / "ckpt-0" / EPOCHS
     hws = node.data_dir / CHECKPOINT_NAME
-    wait_for(lambda: hws.exists() and "ckpt 0 3" in hws.read_text(), "the HW is checkpointed")
+    eventually(
+        lambda: hws.exists() and "ckpt 0 3" in hws.read_text(),
+        30,
+        interval=0.2,
+        what="the HW is checkpointed",
+    )
     assert epochs.read_text().splitlines()[:2] == ["0", "1"]  # one epoch, from offset 0
     assert epochs.read_text().splitlines()[2].split()[1] == "0"
     node.stop()
@@ -109,4 +116,9 @@ def test_a_restart_reads_the_epoch_and_hw_checkpoints_back(
     cluster.restart(follower)
     assert produce(cluster.bootstrap, "ckpt", {0: ["d"]}) == [None]
     assert read_partition(cluster.bootstrap, "ckpt", 0, 4) == ["a", "b", "c", "d"]
-    wait_for(lambda: "ckpt 0 4" in hws.read_text(), "the restarted follower's HW moves on")
+    eventually(
+        lambda: "ckpt 0 4" in hws.read_text(),
+        30,
+        interval=0.2,
+        what="the restarted follower's HW moves on",
+    )

@@ -62,6 +62,7 @@ from tests.broker.cluster.clients import (
     read_partition,
     wait_state,
 )
+from tests.eventually import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 SESSION_MS = 2000
@@ -134,10 +135,12 @@ def test_scenario_a_restart_to_a_stale_hw_loses_an_acknowledged_record(
 
     # m1 committed on both; A checkpoints HW=1 at one of its periodic ticks.
     assert produce(cluster.bootstrap, topic, {0: ["m1"]}) == [None]
-    deadline = time.monotonic() + CHECKPOINT_MS / 1000 + 10
-    while checkpointed_hw(cluster, a, topic) != 1:
-        assert time.monotonic() < deadline, checkpointed_hw(cluster, a, topic)
-        time.sleep(0.02)
+    eventually(
+        lambda: checkpointed_hw(cluster, a, topic) == 1,
+        CHECKPOINT_MS / 1000 + 10,
+        interval=0.02,
+        what=lambda: f"A's checkpointed HW 1, not {checkpointed_hw(cluster, a, topic)}",
+    )
     ticked = time.monotonic()  # A's next checkpoint is CHECKPOINT_MS away
 
     # Steps 1-3: B appends m2, A copies it and fetches again, B's HW becomes 2 and B
@@ -187,10 +190,12 @@ def test_scenario_b_restart_with_an_unflushed_follower_diverges_the_logs(
     # the segment, so m1 is flushed on both replicas and m2 on neither.
     assert produce(cluster.bootstrap, topic, {0: ["m1"]}) == [None]
     assert produce(cluster.bootstrap, topic, {0: ["m2"]}) == [None]
-    deadline = time.monotonic() + 10
-    while checkpointed_hw(cluster, a, topic) != 2:
-        assert time.monotonic() < deadline, checkpointed_hw(cluster, a, topic)
-        time.sleep(0.1)
+    eventually(
+        lambda: checkpointed_hw(cluster, a, topic) == 2,
+        10,
+        interval=0.1,
+        what=lambda: f"A's checkpointed HW 2, not {checkpointed_hw(cluster, a, topic)}",
+    )
 
     # Step 3: both crash; A is fenced first, so B stays the last in-sync replica.
     cluster.nodes[a].pause()

@@ -18,6 +18,7 @@ from confluent_kafka import KafkaException, Producer, TopicPartition
 from broker.coordinator.partitioning import partition_for
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import create_topic, leaders
+from tests.eventually import eventually
 from workloads.handles import Clients, close_producer
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
@@ -148,10 +149,11 @@ def test_transactions_stay_atomic_when_the_coordinator_is_sigkilled(
     for thread in threads:
         thread.start()
     try:
-        deadline = time.monotonic() + 30
-        while len(out.committed) < 2 * PRODUCERS and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(out.committed) >= 2 * PRODUCERS, "no transactions before the kill"
+        eventually(
+            lambda: len(out.committed) >= 2 * PRODUCERS,
+            30,
+            what="no transactions before the kill",
+        )
         cluster.kill(coordinator)  # in the middle of commits of every producer
         killed.set()
         time.sleep(RUN_AFTER_KILL_S)

@@ -3,13 +3,13 @@ draining a topic to its end as a read_committed or read_uncommitted reader."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from tests.eventually import eventually
 from workloads.handles import Clients
 
 Record = tuple[int, int, bytes]  # partition, offset, value
@@ -57,15 +57,20 @@ def read_all(
         ends = {tp.partition: consumer.get_watermark_offsets(tp, 30)[1] for tp in tps}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         out: list[Record] = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def at_the_ends() -> bool:
             positions = {tp.partition: tp.offset for tp in consumer.position(tps)}
             if all(positions[p] >= ends[p] for p in ends):
-                return out
+                return True
             message = consumer.poll(0.2)
             if message is not None and message.error() is None:
                 out.append((message.partition(), message.offset(), message.value()))
-        raise AssertionError(f"did not reach {ends} within {timeout}s; read {len(out)} records")
+            return False
+
+        eventually(
+            at_the_ends, timeout, interval=0, what=lambda: f"reach {ends}; read {len(out)} records"
+        )
+        return out
 
 
 def values_of(records: list[Record]) -> list[str]:
@@ -76,12 +81,12 @@ def poll_until(
     consumers: list[Consumer], done: Callable[[], bool], seen: list[str], timeout: float = 60
 ) -> None:
     """Polls every consumer in turn (librdkafka rebalances inside poll) until ``done``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def polled_until_done() -> bool:
         for consumer in consumers:
             message = consumer.poll(0.05)
             if message is not None and message.error() is None:
                 seen.append(message.value().decode())
-        if done():
-            return
-    raise AssertionError(f"timed out; consumed {len(seen)}")
+        return done()
+
+    eventually(polled_until_done, timeout, interval=0, what=lambda: f"consumed {len(seen)}")

@@ -3,10 +3,10 @@ fields that real clients hide."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from tests.broker.wire import WireClient
+from tests.eventually import eventually
 
 
 def init_producer_id(
@@ -128,13 +128,13 @@ def fetch_offset(
 
 def wait_for_stable_offset(client: WireClient, group: str, topic: str, timeout: float = 10) -> int:
     """Markers are written after EndTxn answers; the offset becomes stable soon after."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def stable() -> tuple[int] | None:  # a tuple, as offset 0 is falsy
         offset, error = fetch_offset(client, group, topic, require_stable=True)
-        if error == 0:
-            return offset
-        time.sleep(0.05)
-    raise AssertionError(f"offset of {group} still unstable after {timeout}s")
+        return (offset,) if error == 0 else None
+
+    (offset,) = eventually(stable, timeout, what=f"offset of {group} still unstable")
+    return offset
 
 
 def commit_offset(client: WireClient, group: str, topic: str, offset: int) -> int:

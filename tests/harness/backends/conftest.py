@@ -6,7 +6,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,21 +13,18 @@ from pathlib import Path
 import pytest
 
 from harness.backends import local
+from tests.eventually import eventually
 from tests.nemesis.probes import netns_available
 
 SSHD = "/usr/sbin/sshd"
 
 
 def wait_for_port(host: str, port: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            socket.create_connection((host, port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    def connects() -> bool:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+
+    eventually(connects, timeout, interval=0.1, retry_on=(OSError,), what=f"{host}:{port} listens")
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +92,9 @@ def ssh_sudo_user(ssh_hosts: tuple[list[str], str, str]) -> Iterator[str]:
     finally:
         sudoers.unlink(missing_ok=True)
         # sshd's session processes for the user may still be exiting
-        deadline = time.monotonic() + 10
-        while subprocess.run(["userdel", "-r", user], capture_output=True).returncode == 8:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"test user {user} still has processes")
-            time.sleep(0.2)
+        eventually(
+            lambda: subprocess.run(["userdel", "-r", user], capture_output=True).returncode != 8,
+            10,
+            interval=0.2,
+            what=f"test user {user} still has processes",
+        )

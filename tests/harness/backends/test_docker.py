@@ -7,6 +7,7 @@ import os
 import subprocess
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from harness.db.base import RUNNING, process_state
 from harness.net import iptables
 from nemesis.grudge import blocked_pairs
 from nemesis.package import build
+from tests.eventually import eventually
 from tests.nemesis.probes import api_versions_answers, connection_matrix
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.slow]
@@ -112,8 +114,12 @@ def test_compose_cluster_survives_a_fault_schedule(tmp_path: Path) -> None:
                 assert node.run("cat /data/faketime").out.strip() == "+0.000"
                 assert iptables.rules(node) == []
                 assert process_state(node) in RUNNING
-                while not api_versions_answers(node.address, cluster.db.port):
-                    assert time.monotonic() < deadline, f"{node.name} does not serve after heal"
+                eventually(
+                    partial(api_versions_answers, node.address, cluster.db.port),
+                    deadline - time.monotonic(),
+                    interval=0,
+                    what=f"{node.name} does not serve after heal",
+                )
     finally:
         cluster.down()
     assert project_objects(project) == []

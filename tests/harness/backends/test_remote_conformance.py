@@ -5,9 +5,9 @@ container and an SSH host (as trio checks every stream with one suite)."""
 from __future__ import annotations
 
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from harness.backends.ssh import SshConfig, SshRemote
 from harness.control import daemon_line, join, signal_line
 from harness.db.base import RUNNING, process_state
 from harness.net import iptables
+from tests.eventually import eventually
 from tests.nemesis.probes import netns_available
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -116,9 +117,7 @@ def test_daemon_survives_its_command_and_obeys_signals(node: Node) -> None:
         )
     )
     try:
-        deadline = time.monotonic() + 10
-        while not process_state(node) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        eventually(partial(process_state, node), 10, what="the daemon's process exists")
         assert process_state(node) in RUNNING
         node.run(signal_line(pidfile, "STOP"))
         assert process_state(node) == "T"
@@ -126,10 +125,7 @@ def test_daemon_survives_its_command_and_obeys_signals(node: Node) -> None:
         assert process_state(node) in RUNNING
     finally:
         node.run(signal_line(pidfile, "KILL"))
-    deadline = time.monotonic() + 10
-    while process_state(node) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert process_state(node) == ""
+    eventually(lambda: process_state(node) == "", 10, what="the killed daemon is gone")
     node.run(signal_line(pidfile, "KILL"))  # idempotent on a dead process
 
 
