@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.launcher import BrokerProcess
 from harness import runner
 from harness.cli import main
 from harness.generator.simulate import simulate
@@ -20,7 +21,6 @@ from harness.spec import resolve
 from harness.store import HistoryWriter
 from nemesis.package import build as build_nemesis
 from tests.client_threads import Snapshot
-from tests.workloads.broker_process import start_broker
 from workloads.workload import build as build_workload
 
 
@@ -147,7 +147,7 @@ def test_jepka_test_end_to_end_gives_a_verdict(
 def test_ctrl_c_stops_and_still_checks_what_was_recorded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    broker = start_broker(tmp_path / "data")
+    broker = BrokerProcess(tmp_path / "data").start(60)
     before = Snapshot.take()
     store = tmp_path / "store"
     history = store / "latest" / "history.jsonl"
@@ -209,7 +209,7 @@ def test_ctrl_c_stops_and_still_checks_what_was_recorded(
 def test_a_run_that_fails_mid_way_closes_every_client(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    broker = start_broker(tmp_path / "data")
+    broker = BrokerProcess(tmp_path / "data").start(60)
     monkeypatch.setattr(runner, "_start_spark", lambda: None)  # no verdict to give
     append = HistoryWriter.append
 
