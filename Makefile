@@ -30,10 +30,11 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check .
 
-# Everything but the full live chaos matrix (the `acceptance` marker); ends
-# with the 15 slowest tests, and pytest's last line gives the wall time.
+# Everything but the full live chaos matrix (the `acceptance` marker), on
+# three workers (tests/conftest.py); ends with the 15 slowest tests, and
+# pytest's last line gives the wall time.
 test: setup lint
-	$(BIN)/python -m pytest -m "not acceptance" --durations=15
+	$(BIN)/python -m pytest -m "not acceptance" -n 3 --dist loadgroup --durations=15
 
 # The full live chaos: every acceptance case and bug-mode run, the nightly
 # matrix twice per case (both, whatever the first gives), then a million

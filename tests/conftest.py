@@ -6,6 +6,11 @@ held a finished run for ten more minutes at exit. So each test fails its
 teardown if it leaves client threads behind, and a session that still has
 some at its end exits at once, after its summary, with a failing status.
 
+``make test`` runs the tests on a few pytest-xdist workers: most of their
+time is spent waiting on brokers and timers, not computing. Tests that build
+clusters of network namespaces or containers (``netns``, ``docker``) share
+one worker and run one after another, so no two fault schedules compete.
+
 Property and fuzz tests draw the same examples on every run (hypothesis
 derandomized, no example database), so they cannot fail at random; the
 long randomized fuzzing is `make acceptance`'s broker campaign.
@@ -28,6 +33,15 @@ settings.load_profile("deterministic")
 
 GRACE_S = 2.0  # for handles still being destroyed when the test returns
 EXIT_STATUS = pytest.StashKey[int]()
+SERIAL_MARKERS = ("netns", "docker")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Puts every cluster-building test in one xdist group (``--dist loadgroup``)."""
+    for item in items:
+        if any(item.get_closest_marker(m) for m in SERIAL_MARKERS):
+            item.add_marker(pytest.mark.xdist_group("clusters"))
 
 
 @pytest.fixture(autouse=True)
@@ -64,8 +78,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     exit would destroy their handles one by one for minutes, so it is skipped
     (and the run fails)."""
     left = client_threads()
-    if not left:
-        return
+    if not left or hasattr(config, "workerinput"):
+        return  # an xdist worker: its controller ends it 10 s after its results
     status = config.stash.get(EXIT_STATUS, 0) or pytest.ExitCode.TESTS_FAILED
     print(
         f"\nFAILED: {describe(left)} still alive at the end of the session (a test or "
