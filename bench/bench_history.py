@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from checkers.history import read_flat
 from checkers.synth import write_history
+from history import read_flat
 
 
 def cpu_seconds() -> float:

@@ -12,7 +12,7 @@ import argparse
 import tempfile
 import time
 
-from harness import generator as g
+import generator as g
 from harness.interpreter import Interpreter
 from harness.protocols import NoopClient, NoopNemesis
 from harness.store import RunDir

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from checkers.history import read_flat
-from checkers.history.parquet import write_parquet
+from history import read_flat
+from history.parquet import write_parquet
 from reports import write_report
 
 

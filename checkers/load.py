@@ -1,6 +1,6 @@
 """Where a check's history comes from: a file, a stored run directory, an Arrow
 table or a Spark DataFrame, always ending as a Spark DataFrame of the flat
-table (:data:`checkers.history.FLAT_SCHEMA`).
+table (:data:`history.FLAT_SCHEMA`).
 
 Reading is split from handing to Spark so that files are parsed and checked
 (bad input fails with a file and line) while the JVM is still starting.
@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checkers.history import FLAT_SCHEMA, HistoryError, check_parquet, read_flat
-from checkers.history.formats import resolve_format
-from checkers.history.parquet import HEAD_COLUMNS
+from history import FLAT_SCHEMA, HistoryError, check_parquet, read_flat
+from history.formats import resolve_format
+from history.parquet import HEAD_COLUMNS
 
 HISTORY_NAMES = ("history.parquet", "history.jsonl", "history.edn")
 

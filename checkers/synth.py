@@ -18,10 +18,10 @@ history is linearizable and valid under Jepsen's Kafka checker:
 * a final drain: one worker assigns every key and polls until all committed
   records were read, so nothing acknowledged is left unseen.
 
-Faults (:data:`FAULTS`, in :mod:`checkers.history.faults`) splice a short
+Faults (:data:`FAULTS`, in :mod:`history.faults`) splice a short
 scenario on fresh keys (beyond the ``keys`` range) and fresh processes into
 the history at random positions, so the history shows exactly that anomaly
-(plus the echoes it implies, listed in ``checkers.history.faults.ECHOES``) and
+(plus the echoes it implies, listed in ``history.faults.ECHOES``) and
 nothing else.
 
 Signatures::
@@ -43,11 +43,11 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from checkers.history.faults import FAULTS, inject
-from checkers.history.formats import format_from_extension, read_flat
-from checkers.history.op import Op
-from checkers.history.parquet import write_parquet
-from checkers.history.writers import write_ops
+from history.faults import FAULTS, inject
+from history.formats import format_from_extension, read_flat
+from history.op import Op
+from history.parquet import write_parquet
+from history.writers import write_ops
 
 __all__ = ["FAULTS", "Simulation", "generate", "inject", "iter_ops", "write_history"]
 

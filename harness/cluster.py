@@ -30,14 +30,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.backends import docker as docker_backend
-from harness.backends import local as local_backend
-from harness.backends.base import Node
-from harness.control import on_nodes
-from harness.db.base import DaemonDB, process_state
-from harness.db.kafka import KafkaKraft
-from harness.db.reference import ReferenceBroker
-from harness.net import iptables
+from control.backends import docker as docker_backend
+from control.backends import local as local_backend
+from control.backends.base import Node
+from control.db.base import DaemonDB, process_state
+from control.db.kafka import KafkaKraft
+from control.db.reference import ReferenceBroker
+from control.net import iptables
+from control.remote import on_nodes
 from nemesis.base import NemesisContext
 from nemesis.clock import set_offset
 from nemesis.roles import KafkaRoles
@@ -210,7 +210,7 @@ class Cluster:
                 self.state["project"], self.state["subnet_prefix"], self.spec.count
             )
         if kind == "ssh":
-            from harness.backends.ssh import SshConfig, SshRemote
+            from control.backends.ssh import SshConfig, SshRemote
 
             config = SshConfig(self.spec.ssh_user, self.spec.ssh_port, self.spec.ssh_key)
             root = self.spec.node_root or "/var/lib/jepka"

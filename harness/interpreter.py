@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.generator.context import NEMESIS, Context
-from harness.generator.core import PENDING, GenLike, OpDict, lift
+from generator.context import NEMESIS, Context
+from generator.core import PENDING, GenLike, OpDict, lift
 from harness.protocols import Client, Nemesis
 from harness.workers import STOP, ClientWorker, NemesisWorker, spawn
 

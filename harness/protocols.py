@@ -7,7 +7,7 @@ the runner always wraps user parts in the ``Validating`` versions, which turn
 a broken contract into a clear error instead of a corrupt history (Jepsen's
 ``client/validate``).
 
-Ops cross these protocols as plain dicts (see ``harness.generator.core``); an
+Ops cross these protocols as plain dicts (see ``generator.core``); an
 invocation has ``type == "invoke"`` and its completion has ``type`` ``ok``
 (happened), ``fail`` (certainly did not happen) or ``info`` (unknown).
 """

@@ -19,7 +19,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import generator as gen
+import generator as gen
 from harness.interpreter import Counts, Interpreter, Outcome
 from harness.protocols import NoopNemesis, ValidatingClient, ValidatingNemesis
 from harness.spec import SpecError, TestSpec

@@ -121,8 +121,8 @@ class RunDir:
 
     def write_parquet(self) -> Path:
         """``history.parquet`` from ``history.jsonl`` (the flat table)."""
-        from checkers.history import read_flat
-        from checkers.history.parquet import write_parquet
+        from history import read_flat
+        from history.parquet import write_parquet
 
         target = self.path / HISTORY_PARQUET
         write_parquet(read_flat(self.history_path, "jsonl"), str(target))

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.backends.base import Node
-from harness.db.base import DaemonDB
+from control.backends.base import Node
+from control.db.base import DaemonDB
 from nemesis.targets import Roles
 
 OpDict = dict[str, Any]

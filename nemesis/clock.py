@@ -2,7 +2,7 @@
 
 Nodes of one machine share the kernel clock, so each broker runs under
 libfaketime reading its realtime offset from `<node root>/faketime` on every
-call (see `harness.control.daemon_line`); writing that file moves the clock of
+call (see `control.remote.daemon_line`); writing that file moves the clock of
 the running broker. `bump-clock` sets an offset, `strobe-clock` flips between
 two offsets every period for a bounded duration, `reset-clock` sets +0.
 """
@@ -13,9 +13,9 @@ import shlex
 import time
 from typing import Any
 
-from harness.backends.base import Node
-from harness.control import on_nodes
-from harness.db.base import faketime_file
+from control.backends.base import Node
+from control.db.base import faketime_file
+from control.remote import on_nodes
 from nemesis.base import NemesisContext, NemesisError, OpDict, complete
 from nemesis.targets import resolve
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import posixpath
 import shlex
 
-from harness.backends.base import Node
-from harness.control import on_nodes
+from control.backends.base import Node
+from control.remote import on_nodes
 from nemesis.base import NemesisContext, NemesisError, OpDict, complete
 from nemesis.process import restart_all
 from nemesis.targets import resolve

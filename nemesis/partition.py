@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.control import on_nodes
-from harness.net import iptables
+from control.net import iptables
+from control.remote import on_nodes
 from nemesis.base import NemesisContext, NemesisError, OpDict, complete
 from nemesis.grudge import GRUDGES, Grudge, isolate
 from nemesis.targets import resolve

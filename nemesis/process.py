@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.backends.base import Node
-from harness.control import on_nodes
+from control.backends.base import Node
+from control.remote import on_nodes
 from nemesis.base import NemesisContext, NemesisError, OpDict, complete
 from nemesis.targets import resolve
 

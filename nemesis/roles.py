@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from confluent_kafka.admin import AdminClient
 
-from harness.backends.base import Node
+from control.backends.base import Node
 from workloads.handles import Clients
 
 FIND_COORDINATOR = 10

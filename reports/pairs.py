@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from checkers.history import FLAT_SCHEMA, read_flat
-from checkers.history.op import NEMESIS
+from history import FLAT_SCHEMA, read_flat
+from history.op import NEMESIS
 
 NS = 1e9
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import jinja2
 
-from checkers.history import HistoryError
+from history import HistoryError
 from reports.anomalies import (
     anomaly_sections,
     named_ops,

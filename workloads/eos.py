@@ -27,7 +27,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_STORED, KafkaException, Producer
 
-from harness.generator import (
+from generator import (
     PENDING,
     Context,
     Generator,

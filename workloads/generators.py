@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.generator import (
+from generator import (
     PENDING,
     Context,
     Generator,

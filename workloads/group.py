@@ -13,7 +13,7 @@ and rebalance callbacks are recorded by the client (``commit``,
 
 from __future__ import annotations
 
-from harness.generator import Generator, Rand, map_ops
+from generator import Generator, Rand, map_ops
 from workloads.generators import AssignNewProcesses, OffsetTracker, QueueOps, track_offsets
 
 POLL_MS = 500  # a member's poll: long enough for a rebalance's callbacks

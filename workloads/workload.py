@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.generator import GenLike, Rand, any_, on_clients, repeat, stagger
+from generator import GenLike, Rand, any_, on_clients, repeat, stagger
 from harness.spec import SpecError, TestSpec
 from workloads import eos
 from workloads import group as group_ops

@@ -173,9 +173,7 @@ def control_record(batch: bytes) -> tuple[int, int]:
     raise CorruptBatch("control batch without records")
 
 
-def first_offset_at_or_after(
-    batch: bytes, timestamp_ms: int, limit: int
-) -> tuple[int, int] | None:
+def first_offset_at_or_after(batch: bytes, timestamp_ms: int, limit: int) -> tuple[int, int] | None:
     """``(offset, timestamp)`` of the batch's first record stamped at or after
     ``timestamp_ms``, decoding the records (inflated up to ``limit`` bytes)."""
     for record in decode_records(batch, limit):

@@ -24,8 +24,8 @@ OPS = 80_000
 
 def _check_once() -> None:
     from checkers.analyze import check
-    from checkers.history.flatten import flatten
     from checkers.synth import generate
+    from history.flatten import flatten
 
     check(flatten(generate(1, OPS)))
 

@@ -3,7 +3,7 @@ the per-key version order the workload checks (``checkers.workloads``) join
 against.
 
 Built once per check and cached, because those finders share the same few
-frames. Column names follow the flattened history table (``checkers.history``
+frames. Column names follow the flattened history table (``history``
 writes it; one row per micro-op element).
 """
 

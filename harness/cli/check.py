@@ -13,8 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from checkers.history import FORMATS, HistoryError
 from harness.cli import ExitCode, UsageError
+from history import FORMATS, HistoryError
 
 EXAMPLES_SHOWN = 3
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from checkers.history import FORMATS, HistoryError, convert
 from harness.cli import ExitCode, UsageError
+from history import FORMATS, HistoryError, convert
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from checkers.history import Op, flatten
+from history import Op, flatten
 
 
 def send(k: int, v: int, offset: int | None = None) -> list[Any]:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from checkers.history import write_history
-from checkers.history.faults import inject
 from checkers.synth import generate
 from harness.cli import main
+from history import write_history
+from history.faults import inject
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

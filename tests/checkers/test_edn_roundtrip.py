@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from checkers import check
-from checkers.history import convert, write_history
-from checkers.history.faults import inject
 from checkers.synth import generate
+from history import convert, write_history
+from history.faults import inject
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -12,13 +12,13 @@ import pytest
 
 from checkers.cycles.kinds import SEARCH_TIMEOUT, SPECS
 from checkers.cycles.search import CycleReport
-from checkers.history import flatten
-from checkers.history.faults import ECHOES, FAULTS
 from checkers.kind import Case, CycleSearch, PerKey, PerWorkload
 from checkers.kinds import KINDS
 from checkers.queue.check import FINDERS as PER_KEY
 from checkers.result import allowed_kinds, build_result
 from checkers.workloads.finders import FINDERS as PER_WORKLOAD
+from history import flatten
+from history.faults import ECHOES, FAULTS
 from reports.anomalies import anomaly_sections
 from reports.cycles import cycle_views
 from reports.junit import BASE_KINDS, junit_xml

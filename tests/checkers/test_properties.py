@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers import check
-from checkers.history import flatten
-from checkers.history.faults import ECHOES, FAULTS, _keys, inject
 from checkers.synth import generate
+from history import flatten
+from history.faults import ECHOES, FAULTS, _keys, inject
 from tests.checkers.helpers import kinds_at
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.history import flatten, read_ops
-from checkers.history.faults import ECHOES
 from checkers.synth import FAULTS, generate, write_history
-from tests.checkers.history.reference_scan import anomalies
+from history import flatten, read_ops
+from history.faults import ECHOES
+from tests.history.reference_scan import anomalies
 
 
 @settings(max_examples=20, deadline=None)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from control.db.base import RUNNING, process_state
+from control.net import iptables
 from harness.cluster import Cluster, ClusterSpec, Registry
-from harness.db.base import RUNNING, process_state
-from harness.net import iptables
 from nemesis.package import build
 from tests.nemesis.probes import leftovers, netns_available
 

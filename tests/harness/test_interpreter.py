@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness import generator as g
+import generator as g
 from harness.interpreter import Interpreter
 from harness.protocols import InvalidCompletion, NoopClient, NoopNemesis, ValidatingClient
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.local import cluster_tag
+from control.backends.local import cluster_tag
 from tests.harness.runs import run_replicated
 from tests.nemesis.probes import leftovers
 

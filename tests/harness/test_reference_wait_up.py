@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.base import Node
-from harness.db.base import BrokerNotReady, pidfile
-from harness.db.reference import ReferenceBroker
+from control.backends.base import Node
+from control.db.base import BrokerNotReady, pidfile
+from control.db.reference import ReferenceBroker
 from tests.harness.test_runner_cluster import LocalShell
 
 

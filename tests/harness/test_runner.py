@@ -15,7 +15,7 @@ import pytest
 from broker.launcher import BrokerProcess
 from harness import runner
 from harness.cli import main
-from harness.generator.simulate import simulate
+from generator.simulate import simulate
 from harness.runner import FaultTracker, RunState, build_generator, run_test
 from harness.spec import resolve
 from harness.store import HistoryWriter

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.base import Node
-from harness.backends.local import NetnsRemote, cluster_tag
+from control.backends.base import Node
+from control.backends.local import NetnsRemote, cluster_tag
+from control.db.reference import ReferenceBroker
+from control.remote import Result
 from harness.cluster import Cluster, ClusterSpec, make_db
-from harness.control import Result
-from harness.db.reference import ReferenceBroker
 from harness.spec import SpecError, resolve
 from tests.eventually import eventually
 from tests.harness.runs import run_replicated
@@ -124,7 +124,7 @@ def test_compose_nodes_form_one_cluster(tmp_path: Path) -> None:
     each container, every one of them in the ISR."""
     from confluent_kafka.admin import NewTopic
 
-    from tests.harness.backends.test_docker import docker_unavailable, project_objects
+    from tests.control.backends.test_docker import docker_unavailable, project_objects
     from workloads.handles import Clients
 
     reason = docker_unavailable()

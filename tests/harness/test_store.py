@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers.history import read_flat
 from harness.store import HistoryWriter, RunDir, safe_name
+from history import read_flat
 from tests.eventually import eventually
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -95,7 +95,7 @@ def test_closed_writer_refuses(tmp_path: Path) -> None:
 
 WRITER = """
 import sys, time
-from harness import generator as g
+import generator as g
 from harness.interpreter import Interpreter
 from harness.protocols import NoopClient, NoopNemesis
 from harness.store import RunDir

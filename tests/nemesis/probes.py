@@ -11,7 +11,7 @@ import struct
 import subprocess
 from collections.abc import Sequence
 
-from harness.backends.base import Node
+from control.backends.base import Node
 
 # Tries a TCP connection to each address concurrently; prints the reachable ones.
 _CONNECT = r"""

@@ -16,10 +16,10 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from harness.backends.base import Node
+from control.backends.base import Node
+from control.db.base import faketime_file, process_state
+from control.net import iptables
 from harness.cluster import Cluster
-from harness.db.base import faketime_file, process_state
-from harness.net import iptables
 from nemesis.base import NemesisContext
 from nemesis.grudge import blocked_pairs
 from nemesis.package import build

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import NewTopic
 
-from harness.backends.base import Node
+from control.backends.base import Node
+from control.db.base import DaemonDB, process_state, stdout_file
 from harness.cluster import Cluster
-from harness.db.base import DaemonDB, process_state, stdout_file
 from nemesis.base import NemesisContext
 from nemesis.disk import lose_unfsynced, parse_ledger
 from nemesis.package import build

@@ -5,8 +5,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.history import flatten
-from checkers.history.op import Op
+from history import flatten
+from history.op import Op
 from reports.pairs import fault_intervals, fold, short
 from tests.reports.conftest import queue_history
 

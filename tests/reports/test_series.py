@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from checkers.history import flatten
-from checkers.history.op import Op
+from history import flatten
+from history.op import Op
 from reports.pairs import fold
 from reports.series import downsample, latency_quantiles, latency_raw, stat_series, throughput
 

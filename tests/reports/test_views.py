@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from checkers.history import flatten
-from checkers.history.op import Op
+from history import flatten
+from history.op import Op
 from reports.anomalies import anomaly_sections, instance_ops, named_ops, select_rows
 from reports.cycles import cycle_views, key_labels, linearizability
 from reports.kinds import explain

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness import generator as g
-from harness.generator.simulate import invocations, simulate
+import generator as g
+from generator.simulate import invocations, simulate
 from harness.spec import resolve
 from workloads.eos import Drain, owned_keys
 from workloads.workload import build

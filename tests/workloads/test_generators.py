@@ -7,8 +7,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import generator as g
-from harness.generator.simulate import invocations, simulate
+import generator as g
+from generator.simulate import invocations, simulate
 from workloads.generators import (
     AssignNewProcesses,
     OffsetTracker,

@@ -3,8 +3,8 @@ first, poll long enough for rebalances, and re-subscribe only now and then."""
 
 from __future__ import annotations
 
-from harness import generator as g
-from harness.generator.simulate import invocations, simulate
+import generator as g
+from generator.simulate import invocations, simulate
 from harness.spec import resolve
 from workloads.group import POLL_MS
 from workloads.workload import build

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 
+from control.net import iptables
 from harness.cluster import Cluster, ClusterSpec
-from harness.net import iptables
 from nemesis.base import NemesisContext
 from nemesis.roles import KafkaRoles, RoleLookupError
 from tests.eventually import eventually

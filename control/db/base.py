@@ -1,0 +1,154 @@
+"""What every DB adapter shares: a broker is a daemon with a pidfile.
+
+Each node keeps, under its `root`: `broker.pid`, `broker.stdout`, `faketime`
+(the clock offset libfaketime re-reads) and the broker's data directory. With
+the pid known, kill (SIGKILL), pause (SIGSTOP), resume (SIGCONT) and stop
+(SIGTERM) are the same shell lines on every backend (Jepsen's `db/Kill` and
+`db/Pause` over `start-daemon!`/`stop-daemon!`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import socket
+import time
+from abc import ABC, abstractmethod
+
+from control.backends.base import Node
+from control.remote import daemon_line, signal_line
+
+
+class BrokerNotReady(RuntimeError):
+    """A broker did not accept connections in time; names the node."""
+
+
+def pidfile(node: Node) -> str:
+    return posixpath.join(node.root, "broker.pid")
+
+
+def faketime_file(node: Node) -> str:
+    return posixpath.join(node.root, "faketime")
+
+
+def stdout_file(node: Node) -> str:
+    return posixpath.join(node.root, "broker.stdout")
+
+
+# states of a live, unpaused process: sleeping, runnable, or in an
+# uninterruptible wait (disk I/O such as an fsync at startup)
+RUNNING = ("S", "R", "D")
+
+
+def process_state(node: Node) -> str:
+    """The broker's process state letter (`S`, `R`, `T` stopped, ...) or ''
+    when no broker process exists (zombies count as gone)."""
+    p = pidfile(node)
+    out = node.run(f'[ -s {p} ] && ps -o stat= -p "$(cat {p})" || true').out.strip()
+    return "" if out.startswith("Z") else out[:1]
+
+
+class DaemonDB(ABC):
+    """A broker run as a pidfile daemon; subclasses say how to configure and
+    launch it."""
+
+    port: int = 9092
+
+    @abstractmethod
+    def configure(self, node: Node, nodes: list[Node]) -> None:
+        """Writes whatever the broker needs on the node before it starts."""
+
+    @abstractmethod
+    def command(self, node: Node, nodes: list[Node]) -> list[str]:
+        """The broker's argument list on this node."""
+
+    def env(self, node: Node) -> dict[str, str]:
+        return {}
+
+    @abstractmethod
+    def data_dir(self, node: Node) -> str:
+        """Where the broker keeps its data (what `lose-unfsynced` truncates)."""
+
+    @abstractmethod
+    def log_files(self, node: Node) -> list[str]:
+        """Files worth fetching into the run's store after a test."""
+
+    def setup(self, node: Node, nodes: list[Node]) -> None:
+        """Configures and starts the broker on a node; idempotent."""
+        node.run(f"mkdir -p {node.root} {self.data_dir(node)}")
+        self.configure(node, nodes)
+        self.start(node, nodes)
+
+    def start(self, node: Node, nodes: list[Node]) -> None:
+        """Starts the broker unless it already runs."""
+        if process_state(node):
+            return
+        node.run(
+            daemon_line(
+                self.command(node, nodes),
+                cwd=node.root,
+                pidfile=pidfile(node),
+                logfile=stdout_file(node),
+                env=self.env(node),
+                faketime_file=faketime_file(node),
+            )
+        )
+
+    def kill(self, node: Node) -> None:
+        """SIGKILL, then wait until the process is gone."""
+        node.run(signal_line(pidfile(node), "CONT") + "; " + signal_line(pidfile(node), "KILL"))
+        self._wait_gone(node, 10.0)
+
+    def stop(self, node: Node, timeout: float = 20.0) -> None:
+        """SIGTERM (a clean shutdown), escalating to SIGKILL after `timeout`."""
+        node.run(signal_line(pidfile(node), "CONT") + "; " + signal_line(pidfile(node), "TERM"))
+        if not self._wait_gone(node, timeout, raise_on_timeout=False):
+            self.kill(node)
+
+    def pause(self, node: Node) -> None:
+        node.run(signal_line(pidfile(node), "STOP"))
+
+    def resume(self, node: Node) -> None:
+        node.run(signal_line(pidfile(node), "CONT"))
+
+    def running(self, node: Node) -> bool:
+        return process_state(node) not in ("",)
+
+    def _wait_gone(self, node: Node, timeout: float, raise_on_timeout: bool = True) -> bool:
+        deadline = time.monotonic() + timeout
+        while process_state(node):
+            if time.monotonic() > deadline:
+                if raise_on_timeout:
+                    raise RuntimeError(
+                        f"{node.name}: broker still running {timeout}s after a signal"
+                    )
+                return False
+            time.sleep(0.05)
+        return True
+
+    def wait_ready(self, node: Node, timeout: float = 60.0) -> None:
+        """Waits until the broker accepts TCP connections from the harness."""
+        self._wait_listening(node, self.port, timeout)
+
+    def wait_up(self, node: Node, nodes: list[Node], timeout: float = 60.0) -> None:
+        """Waits until a (re)started broker is up, which a fault may keep short of
+        serving clients (a cluster node cut off from its quorum): what a restart
+        during faults waits for. By default, the same as `wait_ready`."""
+        self.wait_ready(node, timeout)
+
+    def _wait_listening(self, node: Node, port: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection((node.address, port), timeout=1.0):
+                    return
+            except OSError as e:
+                if time.monotonic() > deadline:
+                    raise BrokerNotReady(
+                        f"{node.name}: broker at {node.address}:{port} not accepting "
+                        f"connections after {timeout}s ({e}); see {stdout_file(node)}"
+                    ) from None
+                if not process_state(node):
+                    raise BrokerNotReady(
+                        f"{node.name}: broker exited before becoming ready; see {stdout_file(node)}"
+                    ) from None
+                time.sleep(0.1)

@@ -1,0 +1,129 @@
+"""Apache Kafka in KRaft combined mode (every node broker + controller).
+
+For users with a real Kafka installation on their nodes (`kafka_home`): the
+adapter writes `server.properties`, formats the storage once with a cluster
+id derived from the cluster name (so re-runs agree), starts
+`bin/kafka-server-start.sh` as a pidfile daemon and collects its logs.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import posixpath
+import shlex
+import tempfile
+import uuid
+from collections.abc import Mapping, Sequence
+
+from control.backends.base import Node
+from control.db.base import DaemonDB, stdout_file
+
+CONTROLLER_PORT_OFFSET = 1
+
+
+def kraft_cluster_id(cluster_name: str) -> str:
+    """Kafka's cluster id format (22 base64url characters of a UUID), derived
+    deterministically from the cluster name."""
+    raw = uuid.uuid5(uuid.NAMESPACE_URL, f"jepka:{cluster_name}").bytes
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def server_properties(
+    node: Node,
+    nodes: Sequence[Node],
+    *,
+    port: int,
+    log_dir: str,
+    overrides: Mapping[str, str] | None = None,
+) -> str:
+    """`server.properties` for one node of a KRaft combined-mode cluster."""
+    cport = port + CONTROLLER_PORT_OFFSET
+    rf = min(3, len(nodes))
+    voters = ",".join(f"{n.node_id}@{n.address}:{cport}" for n in nodes)
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://{node.address}:{port},CONTROLLER://{node.address}:{cport}",
+        "advertised.listeners": f"PLAINTEXT://{node.address}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": log_dir,
+        "num.partitions": "1",
+        "default.replication.factor": str(rf),
+        "min.insync.replicas": str(min(2, rf)),
+        "offsets.topic.replication.factor": str(rf),
+        "transaction.state.log.replication.factor": str(rf),
+        "transaction.state.log.min.isr": str(min(2, rf)),
+        "unclean.leader.election.enable": "false",
+        "auto.create.topics.enable": "false",
+        "group.initial.rebalance.delay.ms": "0",
+        **(overrides or {}),
+    }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+class KafkaKraft(DaemonDB):
+    """A given Kafka installation (`kafka_home` on each node) in KRaft mode."""
+
+    def __init__(
+        self,
+        kafka_home: str,
+        cluster_name: str,
+        *,
+        port: int = 9092,
+        overrides: Mapping[str, str] | None = None,
+        heap: str = "-Xmx1G -Xms1G",
+    ) -> None:
+        self.kafka_home = kafka_home
+        self.cluster_name = cluster_name
+        self.port = port
+        self.overrides = dict(overrides or {})
+        self.heap = heap
+
+    def data_dir(self, node: Node) -> str:
+        return posixpath.join(node.root, "data")
+
+    def properties_file(self, node: Node) -> str:
+        return posixpath.join(node.root, "server.properties")
+
+    def configure(self, node: Node, nodes: list[Node]) -> None:
+        text = server_properties(
+            node, nodes, port=self.port, log_dir=self.data_dir(node), overrides=self.overrides
+        )
+        with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as f:
+            f.write(text)
+        try:
+            node.remote.upload(f.name, self.properties_file(node))
+        finally:
+            os.unlink(f.name)
+        meta = shlex.quote(posixpath.join(self.data_dir(node), "meta.properties"))
+        fmt = [
+            posixpath.join(self.kafka_home, "bin", "kafka-storage.sh"),
+            "format",
+            "-t",
+            kraft_cluster_id(self.cluster_name),
+            "-c",
+            self.properties_file(node),
+        ]
+        node.run(f"[ -f {meta} ] || {shlex.join(fmt)}", timeout=120)
+
+    def command(self, node: Node, nodes: list[Node]) -> list[str]:
+        return [
+            posixpath.join(self.kafka_home, "bin", "kafka-server-start.sh"),
+            self.properties_file(node),
+        ]
+
+    def env(self, node: Node) -> dict[str, str]:
+        return {"LOG_DIR": posixpath.join(node.root, "logs"), "KAFKA_HEAP_OPTS": self.heap}
+
+    def log_files(self, node: Node) -> list[str]:
+        logs = posixpath.join(node.root, "logs")
+        return [
+            stdout_file(node),
+            posixpath.join(logs, "server.log"),
+            posixpath.join(logs, "controller.log"),
+            posixpath.join(logs, "state-change.log"),
+        ]
