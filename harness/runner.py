@@ -158,9 +158,10 @@ def run_test(
 ) -> RunResult:
     """Runs one test and analyses it; returns the stored run and its results."""
     from workloads.workload import build as build_workload
-    from workloads.workload import check_supported
+    from workloads.workload import unsupported
 
-    check_supported(spec)
+    if reason := unsupported(spec.workload):
+        raise SpecError(reason)
     state = state or RunState()
     run_dir = RunDir.create(spec.store, spec.test_name)
     state.run_dir = run_dir
@@ -176,7 +177,7 @@ def run_test(
     with ExitStack() as stack:
         cluster = stack.enter_context(cluster_phase(spec, run_dir, state))
         bootstrap = spec.bootstrap or cluster.bootstrap
-        workload = build_workload(spec, bootstrap)
+        workload = build_workload(spec.workload_options(), bootstrap)
         test.update(
             workload.test_data,
             bootstrap=bootstrap,

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from nemesis.package import NAMES as NEMESIS_NAMES
+from workloads.workload import WorkloadOptions
 
 WORKLOADS = ("queue", "txn", "eos", "idempotence", "group")
 CLUSTERS = ("local", "docker", "ssh")
@@ -194,6 +195,11 @@ class TestSpec:
     @property
     def test_name(self) -> str:
         return self.name or f"{self.workload}-{'+'.join(self.faults) or 'none'}"
+
+    def workload_options(self) -> WorkloadOptions:
+        """What the workload needs of this spec."""
+        names = {f.name for f in dataclasses.fields(WorkloadOptions)} - {"test_name"}
+        return WorkloadOptions(test_name=self.test_name, **{n: getattr(self, n) for n in names})
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,4 +1,4 @@
-"""Workload factories: a spec and a bootstrap address in, the parts of a test out.
+"""Workload factories: options and a bootstrap address in, the parts of a test out.
 
 A workload is Jepsen's ``{:client :generator :final-generator}``: the client
 template the interpreter opens per process, the main-phase client generator
@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator import GenLike, Rand, any_, on_clients, repeat, stagger
-from harness.spec import SpecError, TestSpec
 from workloads import eos
 from workloads import group as group_ops
 from workloads.client import ClientConfig, QueueClient
@@ -49,16 +48,37 @@ class Workload:
     test_data: dict[str, Any]
 
 
-def check_supported(spec: TestSpec) -> None:
-    """Refuses, before anything starts, a workload this version cannot run."""
-    if spec.workload not in SUPPORTED:
-        raise SpecError(
-            f"workload {spec.workload!r} is not available yet; use one of {', '.join(SUPPORTED)}"
-        )
+@dataclass(frozen=True)
+class WorkloadOptions:
+    """The options of a test that shape its workload (the harness makes them
+    from its spec); the workload knows nothing else of the test."""
+
+    workload: str
+    seed: int
+    test_name: str
+    concurrency: int
+    key_count: int
+    acks: str
+    idempotence: bool
+    isolation_level: str
+    replication_factor: int
+    max_txn_length: int
+    abort_p: float
+    sub_p: float
+    sub_via: tuple[str, ...]
+    crash_clients: bool
 
 
-def build(spec: TestSpec, bootstrap: str) -> Workload:
-    check_supported(spec)
+def unsupported(workload: str) -> str | None:
+    """Why this version cannot run ``workload``, or None if it can."""
+    if workload in SUPPORTED:
+        return None
+    return f"workload {workload!r} is not available yet; use one of {', '.join(SUPPORTED)}"
+
+
+def build(spec: WorkloadOptions, bootstrap: str) -> Workload:
+    if reason := unsupported(spec.workload):
+        raise ValueError(reason)
     if spec.workload == "eos":
         return _build_eos(spec, bootstrap)
     keys = all_keys(spec.key_count)
@@ -104,7 +124,7 @@ def build(spec: TestSpec, bootstrap: str) -> Workload:
     )
 
 
-def _build_eos(spec: TestSpec, bootstrap: str) -> Workload:
+def _build_eos(spec: WorkloadOptions, bootstrap: str) -> Workload:
     inputs = all_keys(spec.key_count)
     outputs = [k + len(inputs) for k in inputs]
     config = ClientConfig(

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from broker.launcher import BrokerProcess
+from generator.simulate import simulate
 from harness import runner
 from harness.cli import main
-from generator.simulate import simulate
 from harness.runner import FaultTracker, RunState, build_generator, run_test
 from harness.spec import resolve
 from harness.store import HistoryWriter
@@ -40,7 +40,7 @@ def schedule(seed: int, latency: int, concurrency: int) -> tuple[list, list]:
             "nemesis_interval": 3,
         },
     )
-    workload = build_workload(spec, "unused:9092")
+    workload = build_workload(spec.workload_options(), "unused:9092")
     package = build_nemesis(list(spec.faults), seed=spec.seed, interval=spec.nemesis_interval)
     h = simulate(
         build_generator(spec, workload, package), concurrency=spec.concurrency, latency=latency

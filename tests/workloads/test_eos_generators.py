@@ -18,7 +18,7 @@ def test_each_thread_owns_a_disjoint_share_of_the_inputs() -> None:
 
 def test_main_phase_sends_inputs_and_copies() -> None:
     spec = resolve(None, {"workload": "eos", "concurrency": 3, "key_count": 4, "seed": 5})
-    w = build(spec, "unused:9092")
+    w = build(spec.workload_options(), "unused:9092")
     assert w.test_data["eos"]["outputs"] == [4, 5, 6, 7]
     h = invocations(simulate(g.on_clients(g.limit(200, w.generator)), concurrency=3, latency=9))
     assigns = {o["process"]: o["value"] for o in h if o["f"] == "assign"}

@@ -12,7 +12,7 @@ from workloads.workload import build
 
 def ops(seed: int) -> list[dict]:
     spec = resolve(None, {"workload": "group", "concurrency": 3, "key_count": 4, "seed": seed})
-    w = build(spec, "unused:9092")
+    w = build(spec.workload_options(), "unused:9092")
     return invocations(simulate(g.on_clients(g.limit(640, w.generator)), concurrency=3))
 
 
