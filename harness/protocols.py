@@ -1,11 +1,10 @@
-"""The roles a test is made of, each a small protocol with its contract.
+"""The roles the interpreter drives, each a small protocol with its contract.
 
-A test combines a ``DB`` (install and run the system on each node), a
-``Client`` (apply one op to the system), a ``Nemesis`` (apply one fault op)
-and a ``Checker`` (judge a history). Every role has a ``Noop`` version, and
-the runner always wraps user parts in the ``Validating`` versions, which turn
-a broken contract into a clear error instead of a corrupt history (Jepsen's
-``client/validate``).
+A ``Client`` applies one op to the system and a ``Nemesis`` one fault op
+(the DB adapters are ``control.db``, the checks ``checkers``). Both roles
+have a ``Noop`` version, and the runner always wraps them in the
+``Validating`` versions, which turn a broken contract into a clear error
+instead of a corrupt history (Jepsen's ``client/validate``).
 
 Ops cross these protocols as plain dicts (see ``generator.core``); an
 invocation has ``type == "invoke"`` and its completion has ``type`` ``ok``
@@ -14,7 +13,6 @@ invocation has ``type == "invoke"`` and its completion has ``type`` ``ok``
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 OpDict = dict[str, Any]
@@ -55,23 +53,6 @@ class Nemesis(Protocol):
     def invoke(self, test: Any, op: OpDict) -> OpDict: ...
     def teardown(self, test: Any) -> None: ...
     def fs(self) -> frozenset[str]: ...
-
-
-@runtime_checkable
-class DB(Protocol):
-    """Installs and runs the system under test on one node."""
-
-    def setup(self, test: Any, node: str) -> None: ...
-    def teardown(self, test: Any, node: str) -> None: ...
-
-
-@runtime_checkable
-class Checker(Protocol):
-    """Judges a history; returns the result object of docs/architecture.md."""
-
-    def check(
-        self, test: Any, history: Iterable[OpDict], opts: dict[str, Any]
-    ) -> dict[str, Any]: ...
 
 
 def check_completion(invocation: OpDict, completion: Any, who: str) -> OpDict:
@@ -170,35 +151,3 @@ class ValidatingNemesis:
 
     def fs(self) -> frozenset[str]:
         return self.nemesis.fs()
-
-
-class NoopDB:
-    """A system that needs no installing (already running, or in-process)."""
-
-    def setup(self, test: Any, node: str) -> None:
-        pass
-
-    def teardown(self, test: Any, node: str) -> None:
-        pass
-
-
-class NoopChecker:
-    """Checks nothing, so the verdict is ``unknown``; for runs that only record."""
-
-    def check(self, test: Any, history: Iterable[OpDict], opts: dict[str, Any]) -> dict[str, Any]:
-        return {"valid": "unknown", "anomalies": {}, "allowed": [], "stats": {}, "timings": {}}
-
-
-class ValidatingChecker:
-    """Wraps a checker and checks that it returned a result object."""
-
-    def __init__(self, checker: Checker) -> None:
-        self.checker = checker
-
-    def check(self, test: Any, history: Iterable[OpDict], opts: dict[str, Any]) -> dict[str, Any]:
-        result = self.checker.check(test, history, opts)
-        if not isinstance(result, dict) or result.get("valid") not in (True, False, "unknown"):
-            raise InvalidCompletion(
-                f"{type(self.checker).__name__}.check returned no valid true/false/unknown"
-            )
-        return result
