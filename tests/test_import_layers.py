@@ -1,5 +1,6 @@
-"""Import layering: no import cycles inside a package tree, and the reference broker
-stands alone (it imports no other jepka package).
+"""Import layering: no import cycles among the project's modules, each package
+imports only the packages of the layers below it (``LAYERS``, as drawn in
+docs/architecture.md), and the reference broker stands alone.
 
 Every import counts — at module level, under ``if TYPE_CHECKING:``, inside a
 function — because each is a dependency a reader has to follow and a change has to
@@ -17,6 +18,18 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECT_PACKAGES = sorted(
     p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name != "tests"
 )
+# Lowest first: a package may import its own layer's and lower ones' modules.
+LAYERS = [
+    "broker",  # the reference broker: imports nothing of jepka's
+    "history",  # the op model and its formats
+    "generator",  # pure op generators
+    "control",  # backends, commands on nodes, networks, DB adapters
+    "workloads",  # clients and their generators
+    "nemesis",  # faults
+    "checkers",  # the analyses of a history
+    "reports",  # what a person reads
+    "harness",  # runner, cluster, spec, CLI
+]
 
 
 def module_paths(package: Path) -> dict[str, Path]:
@@ -83,8 +96,21 @@ def test_type_only_and_function_local_imports_count(tmp_path: Path) -> None:
     assert import_cycles(import_graph(package)) == [["pkg.a", "pkg.sub.b"]]
 
 
-def test_broker_has_no_import_cycles() -> None:
-    assert import_cycles(import_graph(ROOT / "broker")) == []
+def test_the_project_has_no_import_cycles() -> None:
+    assert import_cycles(import_graph(*(ROOT / p for p in PROJECT_PACKAGES))) == []
+
+
+def test_every_package_has_a_layer() -> None:
+    assert sorted(LAYERS) == PROJECT_PACKAGES
+
+
+def test_packages_import_only_their_own_and_lower_layers() -> None:
+    rank = {package: i for i, package in enumerate(LAYERS)}
+    graph = import_graph(*(ROOT / p for p in PROJECT_PACKAGES))
+    upward = sorted(
+        f"{a} imports {b}" for a, b in graph.edges if rank[b.split(".")[0]] > rank[a.split(".")[0]]
+    )
+    assert upward == []
 
 
 def test_broker_imports_no_other_jepka_package() -> None:
