@@ -9,12 +9,11 @@ file is rebuilt from the log instead of trusted.
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 from array import array
 from pathlib import Path
 
-from broker.log.ledger import FsyncLedger
+from broker.log.entry_file import EntryFile
 
 ENTRY = struct.Struct(">ii")
 
@@ -23,18 +22,16 @@ class CorruptIndex(ValueError):
     pass
 
 
-class OffsetIndex:
+class OffsetIndex(EntryFile):
     def __init__(self, path: Path, base_offset: int) -> None:
-        self.path = path
+        super().__init__(path, ENTRY.size)
         self.base_offset = base_offset
         self.offsets = array("q")
         self.positions = array("q")
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._dirty = False  # changed since the last fsync
 
     def load(self, log_size: int) -> None:
         """Reads the file; raises ``CorruptIndex`` if it cannot describe a log of ``log_size``."""
-        data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        data = self._read_all()
         if len(data) % ENTRY.size:
             raise CorruptIndex(f"{self.path}: size {len(data)} is not a multiple of {ENTRY.size}")
         last_offset, last_position = -1, -1
@@ -47,22 +44,16 @@ class OffsetIndex:
 
     def reset(self) -> None:
         """Empties the index (before a rebuild)."""
-        os.ftruncate(self._fd, 0)
-        self._dirty = True
+        self._truncate_entries(0)
         self.offsets = array("q")
         self.positions = array("q")
 
     def append(self, offset: int, position: int) -> None:
         if self.offsets and offset <= self.offsets[-1]:
             return
-        os.pwrite(
-            self._fd,
-            ENTRY.pack(offset - self.base_offset, position),
-            len(self.offsets) * ENTRY.size,
-        )
+        self._write_entry(len(self.offsets), ENTRY.pack(offset - self.base_offset, position))
         self.offsets.append(offset)
         self.positions.append(position)
-        self._dirty = True
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """The last entry at or before ``offset`` as ``(offset, position)``; the
@@ -77,13 +68,4 @@ class OffsetIndex:
         i = bisect.bisect_left(self.positions, position)
         del self.offsets[i:]
         del self.positions[i:]
-        os.ftruncate(self._fd, i * ENTRY.size)
-        self._dirty = True
-
-    def flush(self, ledger: FsyncLedger) -> None:
-        if self._dirty:
-            ledger.fsync_fd(self._fd, self.path)
-            self._dirty = False
-
-    def close(self) -> None:
-        os.close(self._fd)
+        self._truncate_entries(i)
