@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from broker.api.context import RequestContext
-from broker.coordinator.group.membership import JoinRequest
+from broker.coordinator.group.membership import JoinRequest, SyncRequest
 from broker.coordinator.group.offsets import CommittedOffset
 from broker.coordinator.partitioning import CoordinatorType
 from broker.errors import ErrorCode, KafkaError
@@ -124,16 +124,16 @@ def _join_response(ctx: RequestContext, code: ErrorCode, member_id: str) -> dict
 
 async def handle_sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
     group = ctx.broker.coordinators.group
+    sync = SyncRequest(
+        generation=request.generation_id,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        protocol_type=getattr(request, "protocol_type", None),
+        protocol_name=getattr(request, "protocol_name", None),
+        assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+    )
     try:
-        error, assignment = await group.sync(
-            request.group_id,
-            request.generation_id,
-            request.member_id,
-            getattr(request, "group_instance_id", None),
-            getattr(request, "protocol_type", None),
-            getattr(request, "protocol_name", None),
-            {a.member_id: bytes(a.assignment) for a in request.assignments},
-        )
+        error, assignment = await group.sync(request.group_id, sync)
     except KafkaError as exc:
         error, assignment = exc.code, b""
     described = group.describe(request.group_id) if error is ErrorCode.none else None

@@ -5,7 +5,12 @@ offsets, which are written to ``__consumer_offsets`` before they are visible."""
 from __future__ import annotations
 
 from broker.coordinator.group import records
-from broker.coordinator.group.membership import GroupConfig, JoinRequest, RebalanceEngine
+from broker.coordinator.group.membership import (
+    GroupConfig,
+    JoinRequest,
+    RebalanceEngine,
+    SyncRequest,
+)
 from broker.coordinator.group.offsets import CommittedOffset, TopicPartition
 from broker.coordinator.group.shard import GroupShard, group_to_record
 from broker.coordinator.group.state import Group, JoinResult
@@ -59,28 +64,11 @@ class GroupCoordinator:
             return JoinResult(ErrorCode.unknown_member_id, request.member_id)
         return await self.engine.join(group, request)
 
-    async def sync(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: dict[str, bytes],
-    ) -> tuple[ErrorCode, bytes]:
+    async def sync(self, group_id: str, request: SyncRequest) -> tuple[ErrorCode, bytes]:
         _, group = self._group(group_id, create=False)
         if group is None:
             return ErrorCode.unknown_member_id, b""
-        return await self.engine.sync(
-            group,
-            generation,
-            member_id,
-            group_instance_id,
-            protocol_type,
-            protocol_name,
-            assignments,
-        )
+        return await self.engine.sync(group, request)
 
     def heartbeat(
         self, group_id: str, generation: int, member_id: str, group_instance_id: str | None

@@ -45,6 +45,18 @@ class JoinRequest:
     require_known_member_id: bool
 
 
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    """A SyncGroup as the engine needs it; the leader's carries every assignment."""
+
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: dict[str, bytes]
+
+
 PersistGroup = Callable[[Group], Awaitable[None]]
 
 
@@ -152,6 +164,8 @@ class RebalanceEngine:
         return await waiter
 
     def _current_result(self, group: Group, member: Member) -> JoinResult:
+        """The JoinGroup answer for ``member`` in the group's current generation
+        (the member list goes to the leader only)."""
         is_leader = member.member_id == group.leader_id
         return JoinResult(
             ErrorCode.none,
@@ -219,44 +233,24 @@ class RebalanceEngine:
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
         group.transition(G.COMPLETING_REBALANCE)
-        members = self._member_list(group)
         for member in group.members.values():
             waiter, member.join_waiter = member.join_waiter, None
-            is_leader = member.member_id == group.leader_id
-            result = JoinResult(
-                ErrorCode.none,
-                member.member_id,
-                group.generation,
-                group.protocol_type,
-                group.protocol_name,
-                group.leader_id or "",
-                members if is_leader else [],
-            )
             if waiter is not None and not waiter.done():
-                waiter.set_result(result)
+                waiter.set_result(self._current_result(group, member))
             self._start_session(group, member)
 
     # ---- SyncGroup -------------------------------------------------------------------
 
-    async def sync(
-        self,
-        group: Group,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: dict[str, bytes],
-    ) -> tuple[ErrorCode, bytes]:
-        member = group.members.get(member_id)
+    async def sync(self, group: Group, req: SyncRequest) -> tuple[ErrorCode, bytes]:
+        member = group.members.get(req.member_id)
         if member is None or group.state in (G.EMPTY, G.DEAD):
             return ErrorCode.unknown_member_id, b""
-        if self._fenced(group, member_id, group_instance_id):
+        if self._fenced(group, req.member_id, req.group_instance_id):
             return ErrorCode.fenced_instance_id, b""
-        if generation != group.generation:
+        if req.generation != group.generation:
             return ErrorCode.illegal_generation, b""
-        if (protocol_type and protocol_type != group.protocol_type) or (
-            protocol_name and protocol_name != group.protocol_name
+        if (req.protocol_type and req.protocol_type != group.protocol_type) or (
+            req.protocol_name and req.protocol_name != group.protocol_name
         ):
             return ErrorCode.inconsistent_group_protocol, b""
         if group.state is G.PREPARING_REBALANCE:
@@ -266,8 +260,8 @@ class RebalanceEngine:
             return ErrorCode.none, member.assignment
         waiter: asyncio.Future[tuple[ErrorCode, bytes]] = asyncio.get_running_loop().create_future()
         member.sync_waiter = waiter
-        if member_id == group.leader_id:
-            await self._apply_assignments(group, assignments)
+        if req.member_id == group.leader_id:
+            await self._apply_assignments(group, req.assignments)
         return await waiter
 
     async def _apply_assignments(self, group: Group, assignments: dict[str, bytes]) -> None:

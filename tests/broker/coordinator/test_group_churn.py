@@ -11,7 +11,12 @@ import random
 
 import pytest
 
-from broker.coordinator.group.membership import GroupConfig, JoinRequest, RebalanceEngine
+from broker.coordinator.group.membership import (
+    GroupConfig,
+    JoinRequest,
+    RebalanceEngine,
+    SyncRequest,
+)
 from broker.coordinator.group.state import Group, GroupState
 from broker.errors import ErrorCode
 
@@ -56,7 +61,7 @@ class Consumer:
             generation = result.generation
             plan = {m: f"{generation}:{m}".encode() for m, _, _ in result.members}
             error, assignment = await self.engine.sync(
-                self.group, generation, self.member_id, None, "consumer", "range", plan
+                self.group, SyncRequest(generation, self.member_id, None, "consumer", "range", plan)
             )
             if error in REJOIN:
                 continue

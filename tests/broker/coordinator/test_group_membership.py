@@ -7,8 +7,13 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from broker.coordinator.group.membership import GroupConfig, JoinRequest, RebalanceEngine
-from broker.coordinator.group.state import Group, GroupState, IllegalGroupTransition
+from broker.coordinator.group.membership import (
+    GroupConfig,
+    JoinRequest,
+    RebalanceEngine,
+    SyncRequest,
+)
+from broker.coordinator.group.state import Group, GroupState, IllegalGroupTransition, JoinResult
 from broker.errors import ErrorCode
 
 G = GroupState
@@ -44,11 +49,29 @@ def request(
     )
 
 
+def sync_request(
+    member_id: str, plan: dict[str, bytes] | None = None, instance: str | None = None
+) -> SyncRequest:
+    """A SyncGroup of generation 1 that names no protocol."""
+    return SyncRequest(1, member_id, instance, None, None, plan or {})
+
+
 async def join_new(engine: RebalanceEngine, group: Group, **kw: object) -> asyncio.Task:
     """JoinGroup v4+: first MEMBER_ID_REQUIRED, then the real join (as a task)."""
     first = await engine.join(group, request(**kw))  # type: ignore[arg-type]
     assert first.error is ErrorCode.member_id_required
     return asyncio.create_task(engine.join(group, request(member_id=first.member_id, **kw)))  # type: ignore[arg-type]
+
+
+async def two_members_synced(
+    engine: RebalanceEngine, group: Group
+) -> tuple[JoinResult, JoinResult]:
+    """Two members join generation 1 and the leader syncs an empty plan."""
+    a, b = await join_new(engine, group), await join_new(engine, group)
+    ra, rb = await a, await b
+    leader = ra if ra.members else rb
+    await engine.sync(group, sync_request(leader.member_id))
+    return ra, rb
 
 
 def test_state_table_refuses_skipping_a_phase() -> None:
@@ -74,11 +97,11 @@ def test_two_members_join_sync_and_become_stable() -> None:
         assert {m for m, _, _ in leader.members} == {ra.member_id, rb.member_id}
         assert follower.members == []
         follower_sync = asyncio.create_task(
-            engine.sync(group, 1, follower.member_id, None, "consumer", "range", {})
+            engine.sync(group, SyncRequest(1, follower.member_id, None, "consumer", "range", {}))
         )
         await asyncio.sleep(0)
         plan = {leader.member_id: b"A", follower.member_id: b"B"}
-        assert await engine.sync(group, 1, leader.member_id, None, None, None, plan) == (
+        assert await engine.sync(group, sync_request(leader.member_id, plan)) == (
             ErrorCode.none,
             b"A",
         )
@@ -98,11 +121,8 @@ def test_two_members_join_sync_and_become_stable() -> None:
 def test_leave_triggers_a_rebalance_that_the_rest_rejoins() -> None:
     async def body(engine: RebalanceEngine, persisted: list) -> None:
         group = Group("g")
-        a, b = await join_new(engine, group), await join_new(engine, group)
-        ra, rb = await a, await b
-        leader = ra if ra.members else rb
-        await engine.sync(group, 1, leader.member_id, None, None, None, {})
-        other = rb if leader is ra else ra
+        ra, rb = await two_members_synced(engine, group)
+        leader, other = (ra, rb) if ra.members else (rb, ra)
         assert engine.leave(group, leader.member_id, None) is ErrorCode.none
         assert group.state is G.PREPARING_REBALANCE
         assert engine.heartbeat(group, 1, other.member_id, None) is ErrorCode.rebalance_in_progress
@@ -121,10 +141,7 @@ def test_leave_triggers_a_rebalance_that_the_rest_rejoins() -> None:
 def test_member_that_does_not_rejoin_is_removed_after_the_rebalance_timeout() -> None:
     async def body(engine: RebalanceEngine, persisted: list) -> None:
         group = Group("g")
-        a, b = await join_new(engine, group), await join_new(engine, group)
-        ra, rb = await a, await b
-        leader = ra if ra.members else rb
-        await engine.sync(group, 1, leader.member_id, None, None, None, {})
+        ra, rb = await two_members_synced(engine, group)
         # A third member joins; only it and one old member come back.
         c = await join_new(engine, group)
         again = await engine.join(group, request(member_id=ra.member_id))
@@ -141,7 +158,7 @@ def test_session_expiry_removes_a_silent_member() -> None:
         group = Group("g")
         a = await join_new(engine, group, session_ms=100)
         ra = await a
-        await engine.sync(group, 1, ra.member_id, None, None, None, {ra.member_id: b"x"})
+        await engine.sync(group, sync_request(ra.member_id, {ra.member_id: b"x"}))
         await asyncio.sleep(0.3)
         assert ra.member_id not in group.members and group.state is G.EMPTY
 
@@ -153,11 +170,11 @@ def test_static_member_rejoining_keeps_its_assignment_and_fences_the_old_id() ->
         group = Group("g")
         first = await engine.join(group, request(instance="i-1"))  # static: no MEMBER_ID_REQUIRED
         assert first.error is ErrorCode.none and first.generation == 1
-        await engine.sync(group, 1, first.member_id, "i-1", None, None, {first.member_id: b"P"})
+        await engine.sync(group, sync_request(first.member_id, {first.member_id: b"P"}, "i-1"))
         back = await engine.join(group, request(instance="i-1"))
         assert back.error is ErrorCode.none and back.member_id != first.member_id
         assert back.generation == 1 and group.state is G.STABLE  # no rebalance
-        assert await engine.sync(group, 1, back.member_id, "i-1", None, None, {}) == (
+        assert await engine.sync(group, sync_request(back.member_id, instance="i-1")) == (
             ErrorCode.none,
             b"P",
         )
