@@ -16,7 +16,7 @@ from typing import Any
 
 from broker.api.context import RequestContext
 from broker.api.group import millis, partition_errors, requested_offsets
-from broker.coordinator.txn.markers import append_local
+from broker.coordinator.txn.markers import TxnMarker, append_local
 from broker.coordinator.txn.state import TransactionState
 from broker.errors import ErrorCode, KafkaError
 
@@ -168,14 +168,14 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> dict[st
     answers = []
     for marker in request.markers:
         partitions = [(t.name, int(p)) for t in marker.topics for p in t.partition_indexes]
-        results = await append_local(
-            ctx.broker.replica_manager,
-            service.group.on_offsets_marker,
+        entry = TxnMarker(
             marker.producer_id,
             marker.producer_epoch,
             marker.transaction_result,
             marker.coordinator_epoch,
-            partitions,
+        )
+        results = await append_local(
+            ctx.broker.replica_manager, service.group.on_offsets_marker, entry, partitions
         )
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), code in results.items():

@@ -19,7 +19,7 @@ from typing import Protocol
 from broker.coordinator.partitioning import GROUP_TOPIC, TRANSACTION_TOPIC
 from broker.coordinator.runtime import CoordinatorLog, CoordinatorRuntime
 from broker.coordinator.txn import records
-from broker.coordinator.txn.markers import MarkerChannel, write_markers_until_done
+from broker.coordinator.txn.markers import MarkerChannel, TxnMarker, write_markers_until_done
 from broker.coordinator.txn.shard import TxnShard
 from broker.coordinator.txn.state import (
     MAX_PRODUCER_EPOCH,
@@ -296,14 +296,13 @@ class TransactionCoordinator:
         """Markers to every partition, then CompleteCommit/CompleteAbort."""
         decided = md.current
         commit = decided.state is S.PREPARE_COMMIT
-        await write_markers_until_done(
-            self._markers,
+        marker = TxnMarker(
             decided.producer_id,
             decided.producer_epoch,
             commit,
             self.runtime.epoch(shard.partition),
-            decided.partitions,
         )
+        await write_markers_until_done(self._markers, marker, decided.partitions)
         while shard.active:
             try:
                 md.prepare(

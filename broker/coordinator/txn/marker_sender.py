@@ -13,6 +13,7 @@ from kio.schema.types import ProducerId, TopicName
 from kio.schema.write_txn_markers.v1 import request as wtm_req
 from kio.static.primitive import i16, i32
 
+from broker.coordinator.txn.markers import TxnMarker
 from broker.coordinator.txn.peers import PeerPool
 from broker.errors import ErrorCode
 from broker.replication.peer_client import PeerError
@@ -24,28 +25,24 @@ REQUEST_TIMEOUT_S = 15.0  # the leader answers once its ISR has the markers
 
 
 def write_txn_markers_request(
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    coordinator_epoch: int,
-    partitions: list[TopicPartition],
+    marker: TxnMarker, partitions: list[TopicPartition]
 ) -> wtm_req.WriteTxnMarkersRequest:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(partitions):
         by_topic.setdefault(topic, []).append(partition)
-    marker = wtm_req.WritableTxnMarker(
-        producer_id=ProducerId(producer_id),
-        producer_epoch=i16(producer_epoch),
-        transaction_result=commit,
+    writable = wtm_req.WritableTxnMarker(
+        producer_id=ProducerId(marker.producer_id),
+        producer_epoch=i16(marker.producer_epoch),
+        transaction_result=marker.commit,
         topics=tuple(
             wtm_req.WritableTxnMarkerTopic(
                 name=TopicName(t), partition_indexes=tuple(i32(p) for p in ps)
             )
             for t, ps in by_topic.items()
         ),
-        coordinator_epoch=i32(coordinator_epoch),
+        coordinator_epoch=i32(marker.coordinator_epoch),
     )
-    return wtm_req.WriteTxnMarkersRequest(markers=(marker,))
+    return wtm_req.WriteTxnMarkersRequest(markers=(writable,))
 
 
 class MarkerSender:
@@ -56,15 +53,10 @@ class MarkerSender:
     async def write(
         self,
         leader: tuple[int, str, int],
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
+        marker: TxnMarker,
         partitions: list[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
-        request = write_txn_markers_request(
-            producer_id, producer_epoch, commit, coordinator_epoch, partitions
-        )
+        request = write_txn_markers_request(marker, partitions)
         try:
             answer = await self._peers.get(*leader).request(request, self._timeout_s)
         except PeerError as exc:

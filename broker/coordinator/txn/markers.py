@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from broker.coordinator.partitioning import GROUP_TOPIC
@@ -35,6 +36,17 @@ _GIVE_UP = frozenset(
         ErrorCode.transaction_coordinator_fenced,
     }
 )
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """What every partition of one finished transaction gets (Kafka's
+    ``TxnMarkerEntry`` without its partitions, which shrink as retries succeed)."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
 
 
 class MarkerLog(Protocol):
@@ -58,11 +70,11 @@ OffsetsMarkerHook = Callable[[int, int, int, bool], None]
 
 
 RemoteWrite = Callable[
-    [tuple[int, str, int], int, int, bool, int, list[TopicPartition]],
+    [tuple[int, str, int], TxnMarker, list[TopicPartition]],
     Awaitable[dict[TopicPartition, ErrorCode]],
 ]
-"""``(leader, producer_id, producer_epoch, commit, coordinator_epoch, partitions)``:
-one WriteTxnMarkers to ``leader`` = ``(node_id, host, port)``; per-partition errors."""
+"""``(leader, marker, partitions)``: one WriteTxnMarkers to ``leader`` =
+``(node_id, host, port)``; per-partition errors."""
 
 LeaderOf = Callable[[str, int], "tuple[int, str, int] | None"]
 
@@ -70,25 +82,23 @@ LeaderOf = Callable[[str, int], "tuple[int, str, int] | None"]
 async def append_local(
     marker_log: MarkerLog,
     on_offsets_marker: OffsetsMarkerHook,
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    coordinator_epoch: int,
+    marker: TxnMarker,
     partitions: Iterable[TopicPartition],
 ) -> dict[TopicPartition, ErrorCode]:
     """Appends to partitions led here, all at once (each waits for its ISR);
     returns each partition's error (``none`` = written and replicated)."""
+    pid, epoch, commit = marker.producer_id, marker.producer_epoch, marker.commit
 
     async def one(tp: TopicPartition) -> ErrorCode:
         topic, partition = tp
         try:
             await marker_log.append_marker(
-                topic, partition, producer_id, producer_epoch, commit, coordinator_epoch
+                topic, partition, pid, epoch, commit, marker.coordinator_epoch
             )
         except KafkaError as exc:
             return exc.code
         if topic == GROUP_TOPIC:
-            on_offsets_marker(partition, producer_id, producer_epoch, commit)
+            on_offsets_marker(partition, pid, epoch, commit)
         return ErrorCode.none
 
     wanted = sorted(set(partitions))
@@ -114,12 +124,7 @@ class MarkerChannel:
         self._remote_write = remote_write
 
     async def write(
-        self,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        partitions: Iterable[TopicPartition],
+        self, marker: TxnMarker, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, ErrorCode]:
         """One attempt per partition; returns each partition's error."""
         results: dict[TopicPartition, ErrorCode] = {}
@@ -133,31 +138,23 @@ class MarkerChannel:
                 local.append(tp)
             else:
                 remote.setdefault(leader, []).append(tp)
-        args = (producer_id, producer_epoch, commit, coordinator_epoch)
         attempts: list[Awaitable[dict[TopicPartition, ErrorCode]]] = [
-            append_local(self._log, self._on_offsets_marker, *args, local)
+            append_local(self._log, self._on_offsets_marker, marker, local)
         ]
         if self._remote_write is not None:
-            attempts += [self._remote_write(leader, *args, tps) for leader, tps in remote.items()]
+            attempts += [self._remote_write(leader, marker, tps) for leader, tps in remote.items()]
         for answer in await asyncio.gather(*attempts):
             results.update(answer)
         return results
 
 
 async def write_markers_until_done(
-    channel: MarkerChannel,
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    coordinator_epoch: int,
-    partitions: Iterable[TopicPartition],
+    channel: MarkerChannel, marker: TxnMarker, partitions: Iterable[TopicPartition]
 ) -> None:
     """Retries the partitions whose marker failed retriably until none is left."""
     remaining = set(partitions)
     while remaining:
-        results = await channel.write(
-            producer_id, producer_epoch, commit, coordinator_epoch, remaining
-        )
+        results = await channel.write(marker, remaining)
         remaining = set()
         for tp, error in results.items():
             if error is ErrorCode.none:
@@ -165,10 +162,10 @@ async def write_markers_until_done(
             if error in _GIVE_UP:
                 log.warning(
                     "dropping %s marker for pid %d on %s: %s",
-                    "commit" if commit else "abort", producer_id, tp, error.name,
+                    "commit" if marker.commit else "abort", marker.producer_id, tp, error.name,
                 )  # fmt: skip
                 continue
-            log.debug("marker for pid %d on %s: %s; retrying", producer_id, tp, error.name)
+            log.debug("marker for pid %d on %s: %s; retrying", marker.producer_id, tp, error.name)
             remaining.add(tp)
         if remaining:
             await asyncio.sleep(RETRY_BACKOFF_S)

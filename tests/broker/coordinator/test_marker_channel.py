@@ -12,7 +12,7 @@ import pytest
 
 from broker.coordinator.partitioning import GROUP_TOPIC
 from broker.coordinator.txn import markers
-from broker.coordinator.txn.markers import MarkerChannel, write_markers_until_done
+from broker.coordinator.txn.markers import MarkerChannel, TxnMarker, write_markers_until_done
 from broker.errors import ErrorCode, KafkaError
 
 TopicPartition = tuple[str, int]
@@ -52,9 +52,8 @@ def test_partitions_go_to_their_leaders_and_retries_follow_leader_changes() -> N
         return node, f"n{node}", 9092
 
     async def remote(
-        leader: tuple[int, str, int], pid: int, epoch: int, commit: bool, coord: int,
-        tps: list[TopicPartition],
-    ) -> dict[TopicPartition, ErrorCode]:  # fmt: skip
+        leader: tuple[int, str, int], marker: TxnMarker, tps: list[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
         remote_calls.append((leader[0], tps))
         if leader[0] == 3:  # node 3 lost the leadership: the next attempt asks node 2
             leaders[("t", 3)] = 2
@@ -64,7 +63,7 @@ def test_partitions_go_to_their_leaders_and_retries_follow_leader_changes() -> N
     channel = MarkerChannel(
         ME, local, lambda p, pid, e, c: offsets_markers.append((p, c)), leader_of, remote
     )
-    asyncio.run(write_markers_until_done(channel, 5, 0, True, 7, set(leaders)))
+    asyncio.run(write_markers_until_done(channel, TxnMarker(5, 0, True, 7), set(leaders)))
     assert sorted(local.written) == [(GROUP_TOPIC, 4), ("t", 0)]
     assert offsets_markers == [(4, True)]  # the group coordinator learns of its marker
     assert remote_calls[0] == (2, [("t", 1), ("t", 2)])
@@ -83,6 +82,7 @@ def test_definite_refusals_are_dropped_and_unknown_leaders_retried() -> None:
         return None if unknown_once else (ME, "n1", 9092)
 
     channel = MarkerChannel(ME, local, lambda *_: None, leader_of)
-    asyncio.run(write_markers_until_done(channel, 5, 0, False, 7, {("t", 0), ("t", 1), ("t", 2)}))
+    abort = TxnMarker(5, 0, False, 7)
+    asyncio.run(write_markers_until_done(channel, abort, {("t", 0), ("t", 1), ("t", 2)}))
     assert sorted(local.written) == [("t", 1), ("t", 2)]  # ("t", 0) refused for good
     assert asked.count(("t", 1)) == 3 and asked.count(("t", 2)) == 2
