@@ -233,15 +233,14 @@ class QueueClient:
     def _txn(self, op: OpDict) -> OpDict:
         """The op as one transaction: ok if the commit was acknowledged, fail
         if it was certainly aborted, info otherwise."""
-        assert self.producer is not None and self.consumer is not None
-        producer, timeout = self.producer, self.config.op_timeout_s
+        assert self.producer is not None
         results: list[Any] = []
         sends: dict[int, list[Any]] = {}
         abort_at = op.get("abort_at")
         failure: Outcome | None = None
         abortable = False
         try:
-            producer.begin_transaction()
+            self.producer.begin_transaction()
             for i, mop in enumerate(op["value"]):
                 if abort_at is not None and i == abort_at:
                     raise IntentionalAbort()
@@ -252,14 +251,7 @@ class QueueClient:
                     results.append(["poll", self._poll(op)])
             if abort_at is not None:
                 raise IntentionalAbort()
-            polled = _merged_polls(results)
-            if polled:
-                producer.send_offsets_to_transaction(
-                    self.consumer.next_offsets(polled),
-                    self.consumer.group_metadata(),
-                    timeout,
-                )
-            producer.commit_transaction(timeout)
+            self._commit_with_offsets(_merged_polls(results))
         except IntentionalAbort:
             failure, abortable = Outcome("fail", "intentional-abort"), True
         except (KafkaException, BufferError, TimeoutError, ValueError) as e:
@@ -268,6 +260,17 @@ class QueueClient:
         if failure is None:
             return completion(op, results, None)
         return completion(op, results, self._end_failed(failure, abortable))
+
+    def _commit_with_offsets(self, polled: dict[int, list[list[int]]]) -> None:
+        """Commits the open transaction together with the consumer's offsets past
+        ``polled``, so what it read counts as consumed exactly when its sends commit."""
+        assert self.producer is not None and self.consumer is not None
+        timeout = self.config.op_timeout_s
+        if polled:
+            self.producer.send_offsets_to_transaction(
+                self.consumer.next_offsets(polled), self.consumer.group_metadata(), timeout
+            )
+        self.producer.commit_transaction(timeout)
 
     def _end_failed(self, failure: Outcome, abortable: bool) -> Outcome:
         """How a failed transaction ends: aborted if it asks for that, and

@@ -86,27 +86,20 @@ class EosClient(QueueClient):
         return super().invoke(test, op)
 
     def _copy(self, op: OpDict) -> OpDict:
-        assert self.producer is not None and self.consumer is not None
-        producer, timeout = self.producer, self.config.op_timeout_s
+        assert self.producer is not None
         n = len(self.inputs)
         results: list[Any] = []
         cells: list[tuple[int, int, list[Any]]] = []
         failure: Outcome | None = None
         abortable = False
         try:
-            producer.begin_transaction()
+            self.producer.begin_transaction()
             polled = self._poll(op)
             results.append(["poll", polled])
             for key in sorted(polled):
                 for _, value in polled[key]:
                     cells.append((key + n, value, self._produce(["send", key + n, value])))
-            if polled:
-                producer.send_offsets_to_transaction(
-                    self.consumer.next_offsets(polled),
-                    self.consumer.group_metadata(),
-                    timeout,
-                )
-            producer.commit_transaction(timeout)
+            self._commit_with_offsets(polled)
         except (KafkaException, BufferError, TimeoutError, ValueError) as e:
             failure, abortable = classify_txn(e), is_abortable(e)
         if failure is None:
