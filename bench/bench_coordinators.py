@@ -10,13 +10,13 @@ assigned. Prints the figures and the command that made them.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
+from txn_timing import time_transactions
 
 from broker.launcher import BrokerProcess
 from workloads.handles import Clients
@@ -33,26 +33,18 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 def small_transactions(bootstrap: str, count: int) -> tuple[float, float, float]:
     """Returns transactions/s and commit latency p50, p99 in ms."""
     create_topic(bootstrap, "bench-txn", PARTITIONS)
-    commits: list[float] = []
     with Clients() as clients:
         conf = {"bootstrap.servers": bootstrap}
         producer = clients.producer({**conf, "transactional.id": "bench-small"})
         producer.init_transactions(30)
         consumer = clients.consumer({**conf, "group.id": "bench-txn-group"})
         metadata = consumer.consumer_group_metadata()
-        start = time.perf_counter()
-        for i in range(count):
-            producer.begin_transaction()
-            for partition in range(PARTITIONS):
-                producer.produce("bench-txn", b"v" * 100, partition=partition)
+
+        def send_offsets(i: int) -> None:
             offsets = [TopicPartition("bench-txn", p, i + 1) for p in range(PARTITIONS)]
             producer.send_offsets_to_transaction(offsets, metadata, 30)
-            committing = time.perf_counter()
-            producer.commit_transaction(30)
-            commits.append(time.perf_counter() - committing)
-        rate = count / (time.perf_counter() - start)
-    quantiles = statistics.quantiles(commits, n=100)
-    return rate, quantiles[49] * 1000, quantiles[98] * 1000
+
+        return time_transactions(producer, "bench-txn", PARTITIONS, count, send_offsets)
 
 
 def group_settle_time(bootstrap: str, members: int) -> float:

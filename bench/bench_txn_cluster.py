@@ -18,6 +18,7 @@ from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
+from txn_timing import time_transactions
 
 from broker.coordinator.partitioning import partition_for
 from broker.replication.local_cluster import LocalCluster
@@ -50,23 +51,12 @@ def commit_one(producer: Producer, value: bytes) -> None:
 
 def small_transactions(bootstrap: str, count: int) -> tuple[float, float, float]:
     """Returns transactions/s and commit latency p50, p99 in ms."""
-    commits: list[float] = []
     with Clients() as clients:
         producer = clients.producer(
             {"bootstrap.servers": bootstrap, "transactional.id": "bench-rate"}
         )
         producer.init_transactions(30)
-        start = time.perf_counter()
-        for _ in range(count):
-            producer.begin_transaction()
-            for partition in range(PARTITIONS):
-                producer.produce(TOPIC, b"v" * 100, partition=partition)
-            committing = time.perf_counter()
-            producer.commit_transaction(30)
-            commits.append(time.perf_counter() - committing)
-        rate = count / (time.perf_counter() - start)
-    quantiles = statistics.quantiles(commits, n=100)
-    return rate, quantiles[49] * 1000, quantiles[98] * 1000
+        return time_transactions(producer, TOPIC, PARTITIONS, count)
 
 
 def coordinator_failover(cluster: LocalCluster, trial: int) -> float:
