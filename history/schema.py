@@ -31,6 +31,8 @@ FLAT_SCHEMA = pa.schema(
 )
 
 COLUMNS: tuple[str, ...] = tuple(FLAT_SCHEMA.names)
+# The columns of one micro-op element (a row); the others describe its op.
+ROW_COLUMNS = ("mop_index", "mop", "key", "offset", "value", "pos")
 
 # An auxiliary column readers add (the source line of each row); pairing drops it.
 LINE = "_line"

@@ -12,9 +12,9 @@ import pyarrow as pa
 from history.errors import HistoryError
 from history.fields import INT_TEXT
 from history.op import Op
+from history.schema import ROW_COLUMNS
 
 BATCH = 65_536
-ROW_COLUMNS = ("mop_index", "mop", "key", "offset", "value", "pos")
 OP_COLUMNS = ("index", "time", "type", "process", "f", "keys", "error", "payload", "extra")
 
 

@@ -18,6 +18,8 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from history.schema import ROW_COLUMNS
+
 NEMESIS = "nemesis"
 
 REQUIRED_COLUMNS = {
@@ -67,15 +69,7 @@ def completions(raw: DataFrame) -> DataFrame:
 
 
 OP_COLUMNS = ("index", "type", "process", "f", "time", "invoke_time")  # of a completion
-MOP_COLUMNS = (
-    *OP_COLUMNS,
-    "mop_index",
-    "mop",
-    "key",
-    "offset",
-    "value",
-    "pos",
-)
+MOP_COLUMNS = (*OP_COLUMNS, *ROW_COLUMNS)
 
 
 def micro_ops(raw: DataFrame) -> DataFrame:
