@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,35 +12,27 @@ from broker.metadata.image import EMPTY_IMAGE, MetadataDelta, MetadataImage
 from broker.metadata.loader import MetadataLoader, decode_snapshot, encode_snapshot
 from broker.metadata.local_changes import local_changes
 from broker.metadata.records import (
+    RECORD_TYPES,
     ConfigRecord,
     FenceBrokerRecord,
     MetadataRecordError,
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
-    RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
-    UnfenceBrokerRecord,
     decode_record,
     encode_record,
 )
 from broker.raft.entries import LogEntry, OffsetAndEpoch, Snapshot
 from tests.broker.controller.images import cluster_image, with_partition, with_records
 
-ints = st.integers(-2, 2**31)
-names = st.text(min_size=1, max_size=12)
-replica_lists = st.lists(st.integers(0, 9), max_size=5).map(tuple)
+# Every registered record type, every field (defaulted ones too) drawn from its type.
 records = st.one_of(
-    st.builds(RegisterBrokerRecord, ints, ints, names, names, ints, st.none() | names),
-    st.builds(FenceBrokerRecord, ints, ints),
-    st.builds(UnfenceBrokerRecord, ints, ints),
-    st.builds(TopicRecord, names, names),
-    st.builds(RemoveTopicRecord, names),
-    st.builds(ConfigRecord, names, names, names, st.none() | names),
-    st.builds(PartitionRecord, names, ints, replica_lists, replica_lists, ints, ints, ints),
-    st.builds(PartitionChangeRecord, names, ints, ints, st.none() | replica_lists),
-    st.builds(ProducerIdsRecord, ints, ints, ints),
+    *(
+        st.builds(cls, **dict.fromkeys((f.name for f in dataclasses.fields(cls)), ...))
+        for cls in RECORD_TYPES.values()
+    )
 )
 
 
