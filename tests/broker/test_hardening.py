@@ -281,6 +281,17 @@ def test_a_compression_bomb_is_not_inflated_for_a_timestamp_lookup(
     assert_healthy(shared_broker)
 
 
+def run_broker(
+    node_id: str, listen: str, data_dir: Path, *extra: str, via: tuple[str, ...] = ("broker",)
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``python -m broker`` (or ``-m`` ``via``) until it exits, for the tests
+    of a broker that must refuse to start."""
+    args = ["--node-id", node_id, "--listen", listen, "--data-dir", str(data_dir), *extra]
+    return subprocess.run(
+        [sys.executable, "-m", *via, *args], capture_output=True, text=True, timeout=60
+    )
+
+
 @pytest.mark.parametrize(
     "extra",
     [
@@ -292,10 +303,7 @@ def test_a_compression_bomb_is_not_inflated_for_a_timestamp_lookup(
     ],
 )
 def test_bad_config_exits_254(tmp_path: Path, extra: list[str]) -> None:
-    args = [sys.executable, "-m", "broker", "--node-id", "1", "--listen", "127.0.0.1:0"]
-    result = subprocess.run(
-        [*args, "--data-dir", str(tmp_path), *extra], capture_output=True, text=True, timeout=60
-    )
+    result = run_broker("1", "127.0.0.1:0", tmp_path, *extra)
     assert result.returncode == 254
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
@@ -303,46 +311,15 @@ def test_bad_config_exits_254(tmp_path: Path, extra: list[str]) -> None:
 def test_bad_config_file_names_file_and_line(tmp_path: Path) -> None:
     config = tmp_path / "broker.properties"
     config.write_text("# comment\nnum.partitions=3\nretention.ms=soon\n")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "broker",
-            "--node-id",
-            "1",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(tmp_path / "d"),
-            "--config",
-            str(config),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = run_broker(
+        "1", "127.0.0.1:0", tmp_path / "d", "--config", str(config), via=("harness", "broker")
     )
     assert result.returncode == 254
     assert f"{config}:3" in result.stderr and "retention.ms" in result.stderr
 
 
 def test_port_in_use_exits_254(shared_broker: BrokerProcess, tmp_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "broker",
-            "--node-id",
-            "2",
-            "--listen",
-            shared_broker.bootstrap,
-            "--data-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_broker("2", shared_broker.bootstrap, tmp_path)
     assert result.returncode == 254 and "cannot listen" in result.stderr
 
 
@@ -367,22 +344,7 @@ def test_trailing_bytes_after_a_request_are_tolerated(shared_broker: BrokerProce
 
 def test_unreadable_topic_metadata_exits_254(tmp_path: Path) -> None:
     (tmp_path / "topics.json").write_text("{not json")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "broker",
-            "--node-id",
-            "1",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_broker("1", "127.0.0.1:0", tmp_path)
     assert result.returncode == 254 and "topics.json" in result.stderr
 
 
