@@ -62,6 +62,17 @@ def add_offsets(client: WireClient, txn_id: str, pid: int, epoch: int, group: st
     ).error_code
 
 
+def offsets_of_partition_0(topic: str, offset: int, metadata: str) -> list[dict[str, Any]]:
+    """The ``topics`` of an OffsetCommit or TxnOffsetCommit: ``offset`` for ``topic``-0."""
+    partition = {
+        "partition_index": 0,
+        "committed_offset": offset,
+        "committed_leader_epoch": -1,
+        "committed_metadata": metadata,
+    }
+    return [{"name": topic, "partitions": [partition]}]
+
+
 def txn_offset_commit(
     client: WireClient, txn_id: str, pid: int, epoch: int, group: str, topic: str, offset: int
 ) -> int:
@@ -76,19 +87,7 @@ def txn_offset_commit(
             "generation_id": -1,
             "member_id": "",
             "group_instance_id": None,
-            "topics": [
-                {
-                    "name": topic,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "committed_offset": offset,
-                            "committed_leader_epoch": -1,
-                            "committed_metadata": "",
-                        }
-                    ],
-                }
-            ],
+            "topics": offsets_of_partition_0(topic, offset, ""),
         },
     )
     return response.topics[0].partitions[0].error_code
@@ -147,19 +146,7 @@ def commit_offset(client: WireClient, group: str, topic: str, offset: int) -> in
             "generation_id_or_member_epoch": -1,
             "member_id": "",
             "group_instance_id": None,
-            "topics": [
-                {
-                    "name": topic,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "committed_offset": offset,
-                            "committed_leader_epoch": -1,
-                            "committed_metadata": "m",
-                        }
-                    ],
-                }
-            ],
+            "topics": offsets_of_partition_0(topic, offset, "m"),
         },
     )
     return response.topics[0].partitions[0].error_code
