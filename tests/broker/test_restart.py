@@ -16,7 +16,7 @@ from broker.launcher import BrokerProcess
 from broker.log.ledger import LEDGER_NAME, read_ledger
 from tests.broker.batches import make_batch, read_values
 from tests.broker.test_clients import consume, create
-from tests.broker.wire import WireClient, create_topic, produce
+from tests.broker.wire import WireClient, create_topic, fetch, produce
 from tests.eventually import eventually
 from workloads.handles import Clients
 
@@ -108,37 +108,7 @@ def test_retried_batch_after_crash_and_power_loss_is_a_duplicate(start_broker) -
     client = WireClient(broker.bootstrap)
     retry = produce(client, "dedup", 0, batches[-1])
     assert (retry.error_code, retry.base_offset) == (ErrorCode.none, offsets[-1])
-    fetched = client.request(
-        1,
-        12,
-        {
-            "replica_id": -1,
-            "max_wait": 0,
-            "min_bytes": 0,
-            "max_bytes": 1 << 20,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic": "dedup",
-                    "partitions": [
-                        {
-                            "partition": 0,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": 0,
-                            "last_fetched_epoch": -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": 1 << 20,
-                        }
-                    ],
-                }
-            ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        },
-    )
-    data = fetched.responses[0].partitions[0]
+    data = fetch(client, "dedup")
     assert data.high_watermark == 30
     assert [v for _, v in read_values(data.records)][-1] == b"d27-2"
     client.close()

@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.launcher import BrokerProcess
 from tests.broker.batches import make_batch, read_values
-from tests.broker.wire import WireClient, create_topic, produce
+from tests.broker.wire import WireClient, create_topic, fetch, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
 
@@ -20,41 +20,6 @@ def client(broker: BrokerProcess):
     assert create_topic(client, "w", 1).error_code == ErrorCode.none
     yield client
     client.close()
-
-
-def fetch(
-    client: WireClient,
-    offset: int,
-    max_wait_ms: int = 0,
-    min_bytes: int = 0,
-    isolation: int = 0,
-    leader_epoch: int = -1,
-):
-    partition = {
-        "partition": 0,
-        "current_leader_epoch": leader_epoch,
-        "fetch_offset": offset,
-        "last_fetched_epoch": -1,
-        "log_start_offset": -1,
-        "partition_max_bytes": 1 << 20,
-    }
-    response = client.request(
-        1,
-        12,
-        {
-            "replica_id": -1,
-            "max_wait": max_wait_ms,
-            "min_bytes": min_bytes,
-            "max_bytes": 1 << 20,
-            "isolation_level": isolation,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [{"topic": "w", "partitions": [partition]}],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        },
-    )
-    return response.responses[0].partitions[0]
 
 
 def test_produce_errors(client: WireClient) -> None:
@@ -88,8 +53,8 @@ def test_min_insync_replicas_refuses_acks_all_only(client: WireClient) -> None:
 
 def test_fetch_out_of_range_and_empty_wait(client: WireClient) -> None:
     produce(client, "w", 0, make_batch([b"a", b"b"]))
-    assert fetch(client, 3).error_code == ErrorCode.offset_out_of_range
-    at_end = fetch(client, 2, max_wait_ms=100, min_bytes=1)
+    assert fetch(client, "w", 3).error_code == ErrorCode.offset_out_of_range
+    at_end = fetch(client, "w", 2, max_wait_ms=100, min_bytes=1)
     assert (at_end.error_code, at_end.high_watermark, bytes(at_end.records)) == (
         ErrorCode.none,
         2,
@@ -101,7 +66,7 @@ def test_long_poll_is_woken_by_a_produce(broker: BrokerProcess, client: WireClie
     results = []
     # max_wait far beyond the socket timeout: only a wake-up can answer in time
     waiter = threading.Thread(
-        target=lambda: results.append(fetch(client, 0, max_wait_ms=600_000, min_bytes=1))
+        target=lambda: results.append(fetch(client, "w", 0, max_wait_ms=600_000, min_bytes=1))
     )
     waiter.start()
     other = WireClient(broker.bootstrap)
@@ -123,5 +88,5 @@ def test_describe_producers_shows_idempotent_state(client: WireClient) -> None:
 
 
 def test_fetch_checks_the_clients_leader_epoch(client: WireClient) -> None:
-    assert fetch(client, 0, leader_epoch=0).error_code == ErrorCode.none
-    assert fetch(client, 0, leader_epoch=3).error_code == ErrorCode.unknown_leader_epoch
+    assert fetch(client, "w", 0, leader_epoch=0).error_code == ErrorCode.none
+    assert fetch(client, "w", 0, leader_epoch=3).error_code == ErrorCode.unknown_leader_epoch

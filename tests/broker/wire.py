@@ -107,3 +107,41 @@ def create_topic(client: WireClient, name: str, partitions: int = 1, **configs: 
         },
     )
     return response.topics[0]
+
+
+def fetch(
+    client: WireClient,
+    topic: str,
+    offset: int = 0,
+    read_committed: bool = False,
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    leader_epoch: int = -1,
+) -> Any:
+    """One Fetch v12 of ``topic``-0 from ``offset``; returns its partition response,
+    so tests see exactly the bytes served."""
+    partition = {
+        "partition": 0,
+        "current_leader_epoch": leader_epoch,
+        "fetch_offset": offset,
+        "last_fetched_epoch": -1,
+        "log_start_offset": -1,
+        "partition_max_bytes": 1 << 20,
+    }
+    response = client.request(
+        1,
+        12,
+        {
+            "replica_id": -1,
+            "max_wait": max_wait_ms,
+            "min_bytes": min_bytes,
+            "max_bytes": 1 << 20,
+            "isolation_level": int(read_committed),
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [partition]}],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+    )
+    return response.responses[0].partitions[0]

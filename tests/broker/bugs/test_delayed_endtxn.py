@@ -16,9 +16,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.launcher import BrokerProcess
 from tests.broker.batches import make_batch, read_values
-from tests.broker.bugs.fetching import fetch
 from tests.broker.coordinator.wire_calls import add_partitions, end_txn, init_producer_id
-from tests.broker.wire import WireClient, create_topic
+from tests.broker.wire import WireClient, create_topic, fetch
 from tests.eventually import eventually
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]

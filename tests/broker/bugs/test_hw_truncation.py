@@ -24,8 +24,7 @@ from broker.replication.partition import ReplicatedPartition
 from broker.replication.peer_client import PeerConnection
 from broker.server.topics import PartitionAssignment
 from tests.broker.batches import make_batch, read_values
-from tests.broker.bugs.fetching import fetch
-from tests.broker.wire import WireClient, create_topic, produce
+from tests.broker.wire import WireClient, create_topic, fetch, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
 LEADER = 1  # the single-node broker's id; its leader epoch is 0

@@ -12,8 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.launcher import BrokerProcess
 from tests.broker.batches import read_values
-from tests.broker.bugs.fetching import fetch
-from tests.broker.wire import WireClient, create_topic
+from tests.broker.wire import WireClient, create_topic, fetch
 from tests.eventually import eventually
 from workloads.handles import Clients
 

@@ -10,8 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.launcher import BrokerProcess
 from tests.broker.batches import make_batch, read_values
-from tests.broker.bugs.fetching import fetch
-from tests.broker.wire import WireClient, create_topic, produce
+from tests.broker.wire import WireClient, create_topic, fetch, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
 PID = 777
