@@ -1,4 +1,5 @@
-"""Fixtures for broker tests: brokers as subprocesses, always killed by PID."""
+"""Fixtures for broker tests: brokers as subprocesses, always killed by PID, and
+the fsync ledger the in-process logs write to."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from broker.launcher import BrokerProcess
+from broker.log.ledger import FsyncLedger
 
 
 @pytest.fixture
@@ -27,3 +29,11 @@ def start_broker(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
 @pytest.fixture
 def broker(start_broker: Callable[..., BrokerProcess]) -> BrokerProcess:
     return start_broker()
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[FsyncLedger]:
+    """The fsync ledger of a data directory in ``tmp_path``."""
+    ledger = FsyncLedger(tmp_path)
+    yield ledger
+    ledger.close()

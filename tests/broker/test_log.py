@@ -25,13 +25,6 @@ def settings(**overrides: object) -> dict[str, object]:
     return values
 
 
-@pytest.fixture
-def ledger(tmp_path: Path):
-    ledger = FsyncLedger(tmp_path)
-    yield ledger
-    ledger.close()
-
-
 def open_log(tmp_path: Path, ledger: FsyncLedger, clean: bool = False, **overrides: object) -> Log:
     return Log.open(tmp_path / "t-0", settings(**overrides), ledger, clean)
 

@@ -4,7 +4,6 @@ back at restart) and the high-watermark checkpoint (``replication-offset-checkpo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,13 +20,6 @@ from broker.log.log import Log
 from tests.broker.batches import make_batch
 
 DEFAULTS = {name: key.default for name, key in TOPIC_KEYS.items()}
-
-
-@pytest.fixture
-def ledger(tmp_path: Path) -> Iterator[FsyncLedger]:
-    ledger = FsyncLedger(tmp_path)
-    yield ledger
-    ledger.close()
 
 
 def append(log: Log, epoch: int, count: int = 1) -> None:

@@ -5,7 +5,6 @@ epochs, and KIP-101's end offset for an epoch comes from the leader-epoch cache.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,6 @@ from broker.server.topics import PartitionAssignment
 from tests.broker.batches import make_batch, read_values
 
 DEFAULTS = {name: key.default for name, key in TOPIC_KEYS.items()}
-
-
-@pytest.fixture
-def ledger(tmp_path: Path) -> Iterator[FsyncLedger]:
-    ledger = FsyncLedger(tmp_path)
-    yield ledger
-    ledger.close()
 
 
 def replica(
