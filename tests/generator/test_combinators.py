@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import generator as g
 from generator.simulate import Deadlock, invocations, simulate
 from generator.timing import NS_PER_S
+from tests.histories import assert_invocations_paired
 
 W = {"f": "write"}
 R = {"f": "read"}
@@ -198,17 +199,9 @@ def test_history_is_well_formed(concurrency: int, n: int, seed: int, latency: in
 
     h = simulate(gen, concurrency=concurrency, complete=complete, latency=latency)
     assert len(invocations(h)) == n + 3
-    open_: dict = {}
-    last_time = 0
-    for o in h:
-        assert o["time"] >= last_time
-        last_time = o["time"]
-        if o["type"] == "invoke":
-            assert o["process"] not in open_
-            open_[o["process"]] = o
-        else:
-            assert open_.pop(o["process"])["f"] == o["f"]
-    assert not open_
+    times = [o["time"] for o in h]
+    assert times == sorted(times)
+    assert_invocations_paired(h)
 
 
 def test_timeline_plays_a_schedule_at_fixed_times() -> None:

@@ -11,6 +11,7 @@ import pytest
 import generator as g
 from harness.interpreter import Interpreter
 from harness.protocols import InvalidCompletion, NoopClient, NoopNemesis, ValidatingClient
+from tests.histories import assert_invocations_paired
 
 
 def run(gen: Any, client: Any = None, concurrency: int = 3, **kw: Any) -> tuple[list[dict], Any]:
@@ -31,14 +32,7 @@ def check_well_formed(history: list[dict]) -> None:
     assert [o["index"] for o in history] == list(range(len(history)))
     times = [o["time"] for o in history]
     assert times == sorted(times)
-    open_: dict = {}
-    for o in history:
-        if o["type"] == "invoke":
-            assert o["process"] not in open_
-            open_[o["process"]] = o
-        else:
-            assert open_.pop(o["process"])["f"] == o["f"]
-    assert not open_
+    assert_invocations_paired(history)
 
 
 def test_every_op_is_invoked_and_completed() -> None:
