@@ -1,8 +1,11 @@
-"""``jepka test`` on a replicated 3-node netns cluster, as the end-to-end tests run it."""
+"""``jepka test`` on a replicated 3-node netns cluster, as the end-to-end tests run it,
+and reading back what a run recorded."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,3 +28,8 @@ def run_replicated(
     out, err = capsys.readouterr()
     assert code == 0, out + err
     return out, store
+
+
+def history_ops(run: Path) -> list[dict[str, Any]]:
+    """The ops of a run directory's ``history.jsonl``, in order."""
+    return [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]

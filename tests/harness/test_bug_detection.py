@@ -28,6 +28,7 @@ import yaml
 from harness.cli import main
 from harness.cli.suite import settings_only
 from tests.corpus import BUG_CASES, CASES, REVERSE
+from tests.harness.runs import history_ops
 from tests.nemesis.probes import netns_available
 
 END_TO_END = [
@@ -102,7 +103,7 @@ def schedule(run_dir: Path) -> tuple[list[Any], list[Any]]:
     """The main phase's client invocations (what, not who or when; the
     assignments of fresh processes and the final reads depend on outcomes)
     and the nemesis's invocations."""
-    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    ops = history_ops(run_dir)
     invokes = [o for o in ops if o["type"] == "invoke"]
     client = [
         (o["f"], o["value"], o.get("abort_at"))

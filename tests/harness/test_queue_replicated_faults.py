@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from control.backends.local import cluster_tag
-from tests.harness.runs import run_replicated
+from tests.harness.runs import history_ops, run_replicated
 from tests.nemesis.probes import leftovers
 
 pytestmark = [
@@ -42,7 +42,7 @@ def test_queue_under_kill_pause_and_partition_on_a_replicated_cluster_is_valid(
     faults_seen: set[str] = set()
     for run in runs:
         assert json.loads((run / "results.json").read_text())["valid"] is True, run
-        ops = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+        ops = history_ops(run)
         faults_seen |= {
             o["f"] for o in ops if o["process"] == "nemesis" and o["type"] != "invoke"
         } & FAULTS

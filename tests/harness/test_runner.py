@@ -21,6 +21,7 @@ from harness.spec import resolve
 from harness.store import HistoryWriter
 from nemesis.package import build as build_nemesis
 from tests.client_threads import Snapshot
+from tests.harness.runs import history_ops
 from workloads.workload import build as build_workload
 
 
@@ -135,7 +136,7 @@ def test_jepka_test_end_to_end_gives_a_verdict(
     assert results["valid"] is True
     for name in ("history.jsonl", "history.parquet", "report.html"):
         assert (run / name).exists(), name
-    ops = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    ops = history_ops(run)
     assert sum(o["type"] == "ok" and o["f"] == "send" for o in ops) > 50
     assert any(o["f"] == "poll" and o.get("poll_ms") == 1000 for o in ops)  # final reads
 
@@ -199,7 +200,7 @@ def test_ctrl_c_stops_and_still_checks_what_was_recorded(
     assert json.loads((run / "test.json").read_text())["status"] == "interrupted"
     results = json.loads((run / "results.json").read_text())
     assert results["valid"] in (True, False, "unknown")
-    ops = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    ops = history_ops(run)
     assert sum(o["type"] == "ok" for o in ops) >= 20
 
 

@@ -19,7 +19,7 @@ from control.remote import Result
 from harness.cluster import Cluster, ClusterSpec, make_db
 from harness.spec import SpecError, resolve
 from tests.eventually import eventually
-from tests.harness.runs import run_replicated
+from tests.harness.runs import history_ops, run_replicated
 from tests.nemesis.probes import leftovers
 
 
@@ -82,7 +82,7 @@ def test_queue_under_partitions_on_a_replicated_cluster_is_valid(
     test = json.loads((run / "test.json").read_text())
     assert test["nodes"] == ["n1", "n2", "n3"] and len(test["bootstrap"].split(",")) == 3
 
-    ops = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    ops = history_ops(run)
     cuts = [
         o["value"]
         for o in ops

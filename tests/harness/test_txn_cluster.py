@@ -6,7 +6,6 @@ ids come from the controller's blocks (no two nodes share one)."""
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from control.backends.local import cluster_tag
-from tests.harness.runs import run_replicated
+from tests.harness.runs import history_ops, run_replicated
 from tests.nemesis.probes import leftovers
 
 pytestmark = [
@@ -44,7 +43,7 @@ def test_txn_on_a_replicated_cluster_is_valid(
     assert "valid: True" in out
     run = (store / "latest").resolve()
 
-    ops = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    ops = history_ops(run)
     faults = [o for o in ops if o["process"] == "nemesis" and o["f"] == fault]
     assert faults, f"no {fault} in the history"
     committed = [o["time"] for o in ops if o["f"] == "txn" and o["type"] == "ok"]
