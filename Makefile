@@ -36,14 +36,14 @@ lint: setup
 test: setup lint
 	$(BIN)/python -m pytest -m "not acceptance" -n 3 --dist loadgroup --durations=15
 
-# The full live chaos: every acceptance case and bug-mode run, the nightly
+# The full live chaos: every test marked acceptance (each acceptance case,
+# bug-mode run and longer live cluster run), the nightly
 # matrix twice per case (both, whatever the first gives), then a million
 # mutated request frames against a broker that must survive them;
 # .github/workflows/nightly-chaos.yml runs this.
 acceptance: setup
 	status=0; \
-	$(BIN)/python -m pytest tests/harness/test_acceptance.py tests/harness/test_bug_detection.py \
-		--durations=15 || status=1; \
+	$(BIN)/python -m pytest -m acceptance --durations=15 || status=1; \
 	$(BIN)/jepka suite suites/nightly.yml --repeat 2 || status=1; \
 	$(BIN)/python bench/fuzz_broker.py --frames 1000000 || status=1; \
 	exit $$status

@@ -31,10 +31,10 @@ pytestmark = [
 
 MATRIX = Path(__file__).resolve().parents[2] / "suites" / "acceptance.yml"
 CASES = load_matrix(MATRIX)[1]
-# One live case per workload, seed 1: queue and txn under pause (their
-# partition, kill and mixed runs are in test_runner_cluster.py,
-# test_txn_cluster.py and test_queue_replicated_faults.py), the other three
-# under the mix, which hits a node with each fault kind.
+# One live case per workload, seed 1: queue and txn under pause (a queue
+# run under partitions and a txn run under kills are in
+# test_runner_cluster.py and test_txn_cluster.py), the other three under the
+# mix, which hits a node with each fault kind.
 SLICE = {
     "workload=queue-nemesis=pause-seed=1",
     "workload=txn-nemesis=pause-seed=1",

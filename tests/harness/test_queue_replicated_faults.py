@@ -22,6 +22,7 @@ pytestmark = [
     pytest.mark.broker,
     pytest.mark.spark,
     pytest.mark.netns,
+    pytest.mark.acceptance,  # as the matrix's live runs; their recorded histories are in make test
 ]
 FAULTS = {"kill", "pause", "start-partition"}
 
