@@ -141,10 +141,7 @@ class Interpreter:
         on its daemon thread, client open."""
         for inbox in self._inboxes.values():
             inbox.put(STOP)
-        deadline = time.monotonic() + self.close_timeout_s
-        for worker in self._workers:
-            worker.join(max(0.0, deadline - time.monotonic()))
-        stuck = [w.name for w in self._workers if w.is_alive()]
+        stuck = self.await_workers(self.close_timeout_s)
         if stuck:
             log.warning(
                 "%d worker(s) still in a call %g s after the run, their clients open: %s",
@@ -152,6 +149,17 @@ class Interpreter:
                 self.close_timeout_s,
                 ", ".join(stuck),
             )
+
+    def await_workers(self, timeout_s: float) -> list[str]:
+        """Waits, ``timeout_s`` at most in all, for the workers still in a
+        call; each closes its client once its call returns. A librdkafka call
+        can outlive its own timeout while a coordinator is away (librdkafka
+        #5456) and return only when brokers change state, e.g. once the
+        cluster is gone. Returns the names of those still running."""
+        deadline = time.monotonic() + timeout_s
+        for worker in self._workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        return [w.name for w in self._workers if w.is_alive()]
 
     def _spawn(self, thread: Any) -> None:
         """A new worker for ``thread``; its completions are tagged with its id

@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 #: results.json "valid" → Jepsen exit code
 EXIT_CODES = {True: 0, False: 1, "unknown": 2}
+# How long a finished run waits, once its cluster is gone and its history
+# checked, for client calls still stuck (Interpreter.await_workers).
+STUCK_CALLS_S = 20.0
 
 
 @dataclass
@@ -174,6 +177,7 @@ def run_test(
     run_dir.save_test(test)
     spark = _start_spark()
     outcome: Outcome | None = None
+    interpreter: Interpreter | None = None
     with ExitStack() as stack:
         cluster = stack.enter_context(cluster_phase(spec, run_dir, state))
         bootstrap = spec.bootstrap or cluster.bootstrap
@@ -216,6 +220,8 @@ def run_test(
     run_dir.save_test(test)
     state.phase = "checking"
     results = analyse(run_dir, spark)
+    if interpreter is not None and (stuck := interpreter.await_workers(STUCK_CALLS_S)):
+        log.warning("%d client(s) still in a call after the run, left open", len(stuck))
     state.phase = "done"
     return RunResult(run_dir, results, outcome)
 

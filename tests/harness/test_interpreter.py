@@ -237,6 +237,24 @@ def test_a_client_call_that_never_returns_times_out_as_info(
     assert [o["process"] for o in done] == [0, 0, 1, 1]  # a fresh process after the timeout
 
 
+def test_a_worker_stuck_past_the_run_is_awaited_until_its_call_returns() -> None:
+    release = threading.Event()
+    it = Interpreter(
+        {},
+        g.on_clients([{"f": "w", "value": 1}]),
+        client=Hangs({1}, release),
+        nemesis=NoopNemesis(),
+        concurrency=1,
+        journal=lambda op: None,
+        op_timeout_s=0.2,
+        close_timeout_s=0.1,
+    )
+    it.run()
+    assert it.await_workers(0.1) == ["jepka-worker-0-0"]
+    release.set()
+    assert it.await_workers(10) == []
+
+
 def test_an_op_timeout_pseudo_op_sets_the_timeout_for_the_ops_after_it() -> None:
     release = threading.Event()
     history: list[dict] = []
