@@ -39,7 +39,7 @@ from control.db.reference import ReferenceBroker
 from control.net import iptables
 from control.remote import on_nodes
 from nemesis.base import NemesisContext
-from nemesis.clock import set_offset
+from nemesis.package import NODE_HEALS
 from nemesis.roles import KafkaRoles
 from nemesis.targets import Roles
 
@@ -342,15 +342,13 @@ class Cluster:
         )
 
     def heal(self, ready_timeout: float = 60.0) -> None:
-        """Undoes every fault on every node and waits until every broker
+        """Undoes every fault on every node, as each fault family says
+        (``nemesis.package.NODE_HEALS``), and waits until every broker
         answers; idempotent."""
 
         def heal_node(node: Node) -> None:
-            node.run(iptables.heal_line())
-            self.db.resume(node)
-            set_offset(node, 0)
-            if not process_state(node):
-                self.db.start(node, self.nodes)
+            for heal in NODE_HEALS:
+                heal(node, self.db, self.nodes)
             self.db.wait_ready(node, ready_timeout)
 
         if self.spec.backend == "docker":  # a stopped container comes back first

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from control.backends.base import Node
-from control.db.base import faketime_file
+from control.db.base import DaemonDB, faketime_file
 from control.remote import on_nodes
 from nemesis.base import NemesisContext, NemesisError, OpDict, complete
 from nemesis.targets import resolve
@@ -75,3 +76,9 @@ class Clock:
 
     def teardown(self, ctx: NemesisContext) -> None:
         on_nodes(ctx.nodes, lambda n: set_offset(n, 0))
+
+
+def heal_node(node: Node, db: DaemonDB, nodes: Sequence[Node]) -> None:
+    """Undoes every clock fault on ``node``: its offset back to +0 (before a
+    killed broker restarts, so that it starts on the true time)."""
+    set_offset(node, 0)

@@ -16,10 +16,13 @@ kind alone (`partition-one`, `partition-majority`, `partition-majorities-ring`,
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.backends.base import Node
+from control.db.base import DaemonDB
+from nemesis import clock, partition, process
 from nemesis.base import Bound, Compose, Nemesis, NemesisContext, NemesisError, OpDict
 from nemesis.clock import Clock
 from nemesis.disk import LoseUnfsynced
@@ -37,6 +40,14 @@ PARTITION_NAMES = {
 }
 NAMES = ("kill", "pause", "partition", *PARTITION_NAMES, "lose-unfsynced", "clock", "clock-strobe")
 MODES = ("alternate", "rotate")
+# How each fault family undoes itself on one node, in the order a cluster's
+# final heal applies them (the clock is reset before a killed broker starts).
+# Losing unfsynced data cannot be undone.
+NODE_HEALS: tuple[Callable[[Node, DaemonDB, Sequence[Node]], None], ...] = (
+    partition.heal_node,
+    clock.heal_node,
+    process.heal_node,
+)
 
 
 def _bump(rng: random.Random) -> dict[str, Any]:

@@ -14,9 +14,11 @@ The completion records the exact grudge (or cut) so the history shows it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from control.backends.base import Node
+from control.db.base import DaemonDB
 from control.net import iptables
 from control.remote import on_nodes
 from nemesis.base import NemesisContext, NemesisError, OpDict, complete
@@ -92,3 +94,8 @@ class Partition:
 
     def teardown(self, ctx: NemesisContext) -> None:
         iptables.heal(ctx.nodes)
+
+
+def heal_node(node: Node, db: DaemonDB, nodes: Sequence[Node]) -> None:
+    """Undoes every partition on ``node``: flushes jepka's iptables chains."""
+    node.run(iptables.heal_line())

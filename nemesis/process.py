@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from control.backends.base import Node
+from control.db.base import DaemonDB, process_state
 from control.remote import on_nodes
 from nemesis.base import NemesisContext, NemesisError, OpDict, complete
 from nemesis.targets import resolve
@@ -80,3 +83,11 @@ class Pause(_TargetedProcessFault):
     def heal(self, ctx: NemesisContext) -> list[str]:
         on_nodes(ctx.nodes, ctx.db.resume)
         return list(ctx.names)
+
+
+def heal_node(node: Node, db: DaemonDB, nodes: Sequence[Node]) -> None:
+    """Undoes every process fault on ``node``: resumes a paused broker and
+    starts a killed one."""
+    db.resume(node)
+    if not process_state(node):
+        db.start(node, list(nodes))
