@@ -7,6 +7,7 @@ why, is listed in the result so nobody has to guess.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from checkers.cycles.kinds import SEARCH_TIMEOUT
@@ -76,3 +77,16 @@ def build_result(
         },
         "timings": timings,
     }
+
+
+def anomaly_counts(results: Mapping[str, Any]) -> dict[str, int]:
+    """Each anomaly kind of a result with its exact count: the checker's total
+    (``stats.anomaly_counts``), since it stores only the first instances of a
+    kind; the stored instances for a result without totals."""
+    stats = results.get("stats")
+    totals = (stats.get("anomaly_counts") if isinstance(stats, Mapping) else None) or {}
+    counts = {}
+    for kind, instances in (results.get("anomalies") or {}).items():
+        total = totals.get(kind)
+        counts[kind] = total if isinstance(total, int) else len(list(instances or ()))
+    return counts

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from checkers.result import anomaly_counts
 from reports.kinds import explain, instance_ops, is_realtime
 from reports.pairs import Pairs, short
 
@@ -35,15 +36,14 @@ def anomaly_sections(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     anomalies = results.get("anomalies") or {}
     allowed = set(results.get("allowed") or ())
     why = results.get("allowed_why") or {}
-    totals = stats_of(results).get("anomaly_counts") or {}
+    counts = anomaly_counts(results)
     out = []
     for kind, instances in anomalies.items():
         instances = list(instances or [])
-        total = totals.get(kind)
         out.append(
             {
                 "kind": kind,
-                "count": total if isinstance(total, int) else len(instances),
+                "count": counts[kind],
                 "stored": len(instances),
                 "allowed": kind in allowed,
                 "why": str(why.get(kind, "")) if isinstance(why, Mapping) else "",

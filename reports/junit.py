@@ -14,6 +14,7 @@ from typing import Any
 
 from checkers.kind import CycleSearch, PerKey
 from checkers.kinds import KINDS
+from checkers.result import anomaly_counts
 from reports.kinds import explain
 
 # The kinds every check looks for (a workload's only in histories carrying
@@ -58,6 +59,7 @@ def junit_xml(results: Mapping[str, Any], suite: str) -> str:
         bad = sorted(k for k, v in anomalies.items() if v and k not in allowed)
         ET.SubElement(verdict, "failure", message="invalid: " + ", ".join(bad), type="invalid")
     kinds = checked_kinds(results)
+    counts = anomaly_counts(results)
     for kind in kinds:
         instances = list(anomalies.get(kind) or ())
         case = ET.SubElement(root, "testcase", classname=suite, name=kind)
@@ -68,11 +70,11 @@ def junit_xml(results: Mapping[str, Any], suite: str) -> str:
             continue
         if kind in allowed:
             out = ET.SubElement(case, "system-out")
-            out.text = f"{len(instances)} instance(s), allowed for this test"
+            out.text = f"{counts[kind]} instance(s), allowed for this test"
             continue
         failures += 1
         fail = ET.SubElement(
-            case, "failure", type=kind, message=f"{len(instances)} instance(s) of {kind}"
+            case, "failure", type=kind, message=f"{counts[kind]} instance(s) of {kind}"
         )
         lines = [explain(kind), ""]
         for inst in instances[:MAX_LISTED]:

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from checkers.result import anomaly_counts
+
 RUN_FILES = (
     "report.html",
     "results.json",
@@ -52,7 +54,7 @@ def _describe(store: Path, d: Path) -> dict[str, Any]:
         results = json.loads((d / "results.json").read_text())
         v = results.get("valid")
         verdict = "valid" if v is True else "invalid" if v is False else "unknown"
-        counts = {k: len(v or ()) for k, v in (results.get("anomalies") or {}).items()}
+        counts = anomaly_counts(results)
     except (OSError, ValueError, AttributeError):
         pass
     return {

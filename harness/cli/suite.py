@@ -142,6 +142,7 @@ def _case_name(settings: dict[str, Any]) -> str:
 
 def run_case(name: str, settings: dict[str, Any], store: str | None) -> Any:
     """Runs one attempt of a case with ``jepka test``'s runner."""
+    from checkers.result import anomaly_counts
     from harness.runner import run_test
     from harness.spec import resolve
     from reports.suite import Attempt
@@ -154,7 +155,7 @@ def run_case(name: str, settings: dict[str, Any], store: str | None) -> Any:
         return Attempt("crashed", error=f"{type(e).__name__}: {e}", seconds=time.monotonic() - t0)
     results = result.results
     verdict = VERDICT_OF.get(results.get("valid"), "unknown")
-    counts = {k: len(v or ()) for k, v in (results.get("anomalies") or {}).items()}
+    counts = anomaly_counts(results)
     error = results.get("error")
     missing = [k for k in _anomalies(settings, name) if k not in counts]
     if verdict == "invalid" and missing:  # invalid for another reason: not what was expected

@@ -99,12 +99,13 @@ def _run_one(spec: TestSpec) -> int:
 def _print_verdict(results: dict[str, Any], path: Any) -> None:
     from rich.console import Console
 
+    from checkers.result import anomaly_counts
+
     console = Console(stderr=False, highlight=False)
     valid = results.get("valid")
     colour = {True: "green", False: "red"}.get(valid, "yellow")
     console.print(f"[bold {colour}]valid: {valid}[/]")
-    for kind, cases in sorted((results.get("anomalies") or {}).items()):
-        n = len(cases) if isinstance(cases, list) else cases
+    for kind, n in sorted(anomaly_counts(results).items()):
         allowed = " (allowed)" if kind in (results.get("allowed") or ()) else ""
         console.print(f"  {kind}: {n}{allowed}")
     if results.get("error"):

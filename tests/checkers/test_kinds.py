@@ -15,7 +15,7 @@ from checkers.cycles.search import CycleReport
 from checkers.kind import Case, CycleSearch, PerKey, PerWorkload
 from checkers.kinds import KINDS
 from checkers.queue.check import FINDERS as PER_KEY
-from checkers.result import allowed_kinds, build_result
+from checkers.result import allowed_kinds, anomaly_counts, build_result
 from checkers.workloads.finders import FINDERS as PER_WORKLOAD
 from history import flatten
 from history.faults import ECHOES, FAULTS
@@ -257,3 +257,12 @@ def test_the_reports_tell_each_kind(name: str) -> None:
 def test_fault_scenarios_name_registered_kinds() -> None:
     echoed = set().union(*ECHOES.values())
     assert set(FAULTS) | set(ECHOES) | echoed <= set(KINDS)
+
+
+def test_anomaly_counts_take_the_checkers_totals_over_the_stored_instances() -> None:
+    results = {
+        "anomalies": {"lost-write": [{}] * 64, "G0": [{}, {}]},
+        "stats": {"anomaly_counts": {"lost-write": 279}},
+    }
+    assert anomaly_counts(results) == {"lost-write": 279, "G0": 2}
+    assert anomaly_counts({"anomalies": {"G0": [{}]}}) == {"G0": 1}

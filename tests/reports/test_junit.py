@@ -48,3 +48,12 @@ def test_long_instance_lists_are_capped() -> None:
     _, cases = _cases(junit_xml(results, "s"))
     text = cases["duplicate"].find("failure").text
     assert "dup 49" in text and "dup 50" not in text and "70 more" in text
+
+
+def test_a_capped_kind_is_counted_by_the_checkers_total() -> None:
+    results = queue_results(True)
+    stored = len(results["anomalies"]["lost-write"])
+    results["stats"]["anomaly_counts"]["lost-write"] = stored + 278
+    _, cases = _cases(junit_xml(results, "s"))
+    message = cases["lost-write"].find("failure").get("message")
+    assert message == f"{stored + 278} instance(s) of lost-write"
