@@ -94,9 +94,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_summary(result: dict[str, Any], out: Path | None) -> None:
+    from checkers.result import anomaly_counts
+
     console = Console()
     stats = result["stats"]
-    counts = stats.get("anomaly_counts", {})
+    counts = anomaly_counts(result)
     verdict = {True: "[bold green]valid", False: "[bold red]INVALID"}.get(
         result["valid"], "[bold yellow]unknown"
     )
