@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from control.backends import docker as docker_backend
-from control.backends import local as local_backend
-from control.backends.base import Node
+from control.backends.base import Backend, ClusterError, Node
+from control.backends.docker import DockerBackend
+from control.backends.local import LocalBackend
 from control.db.base import DaemonDB, process_state
 from control.db.kafka import KafkaKraft
 from control.db.reference import ReferenceBroker
@@ -47,10 +47,6 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("local", "docker", "ssh")
 DBS = ("reference", "kafka")
-
-
-class ClusterError(ValueError):
-    """A cluster spec or registry that cannot be used (bad input: exit 254)."""
 
 
 @dataclass(frozen=True)
@@ -85,17 +81,15 @@ class ClusterSpec:
             raise ClusterError(f"unknown db {self.db!r}; known: {', '.join(DBS)}")
         if self.db == "kafka" and not self.kafka_home:
             raise ClusterError("db kafka needs kafka_home (the Kafka installation on each node)")
-        if self.backend == "ssh" and not self.hosts:
-            raise ClusterError("backend ssh needs hosts")
-        if self.backend == "docker" and self.nodes != 3:
-            raise ClusterError("backend docker runs the 3 nodes of docker-compose.yml")
         if not 1 <= self.nodes <= 200:
             raise ClusterError(f"nodes must be 1..200, got {self.nodes}")
+        make_backend(self, Path("."))
         return self
 
     @property
     def count(self) -> int:
-        return len(self.hosts) if self.backend == "ssh" else self.nodes
+        """How many nodes: one per host when hosts are given."""
+        return len(self.hosts) or self.nodes
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,18 +153,35 @@ def default_broker_command() -> tuple[str, ...]:
     return (sys.executable, "-m", "harness", "broker")
 
 
-def make_db(spec: ClusterSpec) -> DaemonDB:
+def make_backend(spec: ClusterSpec, work_dir: Path, build_image: bool = False) -> Backend:
+    """The spec's backend; `work_dir` keeps the cluster's files on this machine."""
+    if spec.backend == "local":
+        if spec.hosts:
+            raise ClusterError("backend local makes its own nodes: hosts are for backend ssh")
+        return LocalBackend(spec.name, spec.count, spec.node_root or str(work_dir))
+    if spec.backend == "docker":
+        return DockerBackend(
+            spec.name, spec.count, spec.compose_file, spec.bugs, spec.replicated, build_image
+        )
+    from control.backends.ssh import SshBackend, SshConfig  # paramiko only when needed
+
+    config = SshConfig(spec.ssh_user, spec.ssh_port, spec.ssh_key)
+    return SshBackend(spec.hosts, config, spec.node_root or "/var/lib/jepka", str(work_dir))
+
+
+def make_db(spec: ClusterSpec, backend: Backend) -> DaemonDB:
     if spec.db == "kafka":
         assert spec.kafka_home is not None
         return KafkaKraft(
             spec.kafka_home, spec.name, port=spec.port, overrides=spec.broker_overrides
         )
-    if spec.backend == "docker":
+    installed = backend.installed_broker
+    if installed is not None:
         return ReferenceBroker(
-            spec.broker_command or ("python3", "-m", "broker"),
+            spec.broker_command or installed.command,
             port=spec.port,
             bugs=spec.bugs,
-            config_path="/etc/jepka/broker.properties",
+            config_path=installed.config_path,
             replicated=spec.replicated,
         )
     return ReferenceBroker(
@@ -185,57 +196,27 @@ def make_db(spec: ClusterSpec) -> DaemonDB:
 class Cluster:
     """A live (or half-dead) cluster, rebuilt from its spec and registry."""
 
-    def __init__(self, spec: ClusterSpec, store: str | os.PathLike[str], state: dict[str, Any]):
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        store: str | os.PathLike[str],
+        state: dict[str, Any],
+        build_image: bool = False,
+    ):
         self.spec = spec
         self.store = Path(store)
         self.state = state
         self.registry = Registry(store, spec.name)
-        self.db = make_db(spec)
-        self.nodes: list[Node] = self._make_nodes()
+        self.backend = make_backend(spec, self._work_dir(), build_image)
+        self.db = make_db(spec, self.backend)
+        self.nodes: list[Node] = self.backend.nodes(state)
 
-    # --- building -------------------------------------------------------
     def _work_dir(self) -> Path:
         return (self.store / "clusters" / self.spec.name).resolve()
 
-    def _make_nodes(self) -> list[Node]:
-        kind = self.spec.backend
-        if kind == "local" and "subnet" in self.state:
-            names = local_backend.LocalNames(
-                self.state["tag"], self.state["bridge"], self.state["subnet"]
-            )
-            root = self.spec.node_root or str(self._work_dir())
-            return local_backend.make_nodes(names, self.spec.count, root)
-        if kind == "docker" and "subnet_prefix" in self.state:
-            return docker_backend.make_nodes(
-                self.state["project"], self.state["subnet_prefix"], self.spec.count
-            )
-        if kind == "ssh":
-            from control.backends.ssh import SshConfig, SshRemote
-
-            config = SshConfig(self.spec.ssh_user, self.spec.ssh_port, self.spec.ssh_key)
-            root = self.spec.node_root or "/var/lib/jepka"
-            return [
-                Node(
-                    name=f"n{i}",
-                    address=host,
-                    remote=SshRemote(host, config, str(self._work_dir() / f"n{i}" / "ssh.log")),
-                    root=f"{root}/n{i}",
-                    node_id=i,
-                )
-                for i, host in enumerate(self.spec.hosts, 1)
-            ]
-        return []
-
     @property
     def client_address(self) -> str:
-        if self.spec.backend == "local":
-            return local_backend.LocalNames(
-                self.state["tag"], self.state["bridge"], self.state["subnet"]
-            ).gateway
-        if self.spec.backend == "docker":
-            return f"{self.state['subnet_prefix']}.1"
-        remote = self.nodes[0].remote
-        return remote.client_address()  # type: ignore[attr-defined, no-any-return]
+        return self.backend.client_address(self.state, self.nodes)
 
     @property
     def bootstrap(self) -> str:
@@ -262,21 +243,18 @@ class Cluster:
         down`."""
         spec.validate()
         reap_orphans(store)
-        if spec.backend == "local":
-            for bridge in local_backend.sweep_stray_bridges():
-                log.warning("removed bridge %s, left without namespaces by a dead run", bridge)
         registry = Registry(store, spec.name)
         if registry.load() is not None:
             cls.attach(spec.name, store).down()
-        if spec.backend == "local" and not spec.node_root:
+        if not spec.node_root:
             # a new cluster starts empty: the data of an earlier one of the same name
             # (kept after its run for inspection) would come back as its topics
             shutil.rmtree(Path(store) / "clusters" / spec.name, ignore_errors=True)
         owner = process_identity(os.getpid()) if owned else None
         registry.save({"spec": spec.to_json(), "state": {}, "faults": [], "owner": owner})
-        cluster = cls(spec, store, {})
+        cluster = cls(spec, store, {}, build_image)
         try:
-            cluster._create(build_image)
+            cluster._create()
             on_nodes(cluster.nodes, lambda n: cluster.db.setup(n, cluster.nodes))
             on_nodes(cluster.nodes, lambda n: cluster.db.wait_ready(n, ready_timeout))
         except BaseException:
@@ -284,40 +262,13 @@ class Cluster:
             raise
         return cluster
 
-    def _create(self, build_image: bool = False) -> None:
-        spec = self.spec
-        if spec.backend == "local":
-            names = local_backend.LocalNames(local_backend.cluster_tag(spec.name), "", "")
-            # Record the names before creating anything, so a crash half-way is cleanable.
-            self.state = {"tag": names.tag, "bridge": f"jkb{names.tag}", "subnet": "pending"}
-            self.registry.update(state=self.state)
-            made = local_backend.create_network(spec.name, spec.count)
-            self.state = {"tag": made.tag, "bridge": made.bridge, "subnet": made.subnet}
-        elif spec.backend == "docker":
-            if not docker_backend.engine_running():
-                raise ClusterError(
-                    "the Docker engine is not running (scripts/setup-system.sh starts it)"
-                )
-            docker_backend.ensure_image(force=build_image)
-            with local_backend.net_lock():
-                subnet = choose_docker_subnet(spec.name)
-                prefix = subnet.rsplit(".", 1)[0]
-                self.state = {
-                    "project": f"jepka-{spec.name}".lower(),
-                    "subnet_prefix": prefix,
-                    "compose_file": spec.compose_file or str(docker_backend.COMPOSE_FILE),
-                }
-                self.registry.update(state=self.state)
-                docker_backend.up(
-                    self.state["project"], self.state["compose_file"], self._compose_env()
-                )
-        self.registry.update(state=self.state)
-        self.nodes = self._make_nodes()
+    def _create(self) -> None:
+        def record(state: dict[str, Any]) -> None:
+            self.state = state
+            self.registry.update(state=state)
 
-    def _compose_env(self) -> dict[str, str]:
-        args = " ".join(f"--bug {b}" for b in self.spec.bugs)
-        env = docker_backend.compose_env(self.state["subnet_prefix"], args)
-        return {**env, "JEPKA_REPLICATED": "1" if self.spec.replicated else "0"}
+        record(self.backend.create(record))
+        self.nodes = self.backend.nodes(self.state)
 
     @classmethod
     def attach(cls, name: str, store: str | os.PathLike[str] = "store") -> Cluster:
@@ -351,11 +302,7 @@ class Cluster:
                 heal(node, self.db, self.nodes)
             self.db.wait_ready(node, ready_timeout)
 
-        if self.spec.backend == "docker":  # a stopped container comes back first
-            docker_backend.up(
-                self.state["project"], self.state["compose_file"], self._compose_env()
-            )
-            self.nodes = self._make_nodes()
+        self.nodes = self.backend.restore(self.state, self.nodes)
         on_nodes(self.nodes, heal_node)
         self.registry.update(faults=[])
 
@@ -380,26 +327,17 @@ class Cluster:
     def down(self) -> None:
         """Stops brokers and removes every trace of the cluster (rules,
         namespaces, bridges, containers, volumes, the registry entry)."""
-        if self.spec.backend == "docker":
-            if "project" in self.state:
-                docker_backend.down(
-                    self.state["project"], self.state["compose_file"], self._compose_env()
-                )
-        else:
 
-            def stop_node(node: Node) -> None:
-                node.run(iptables.remove_line(), check=False)
-                self.db.resume(node)
-                self.db.kill(node)
+        def stop_node(node: Node) -> None:
+            node.run(iptables.remove_line(), check=False)
+            self.db.resume(node)
+            self.db.kill(node)
 
-            try:
+        try:
+            if not self.backend.destroy_ends_processes:
                 on_nodes(self.nodes, stop_node)
-            finally:
-                if self.spec.backend == "local" and "tag" in self.state:
-                    names = local_backend.LocalNames(
-                        self.state["tag"], self.state["bridge"], self.state.get("subnet", "")
-                    )
-                    local_backend.destroy_network(names, self.spec.count)
+        finally:
+            self.backend.destroy(self.state)
         for node in self.nodes:
             node.remote.close()
         self.registry.remove()
@@ -467,15 +405,3 @@ def reap_orphans(store: str | os.PathLike[str]) -> list[str]:
 
 def _exit_on_signal(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
-
-
-def choose_docker_subnet(name: str) -> str:
-    """A free /24 from the docker range at the top of 198.18.0.0/15."""
-    subnets = list(local_backend.POOL.subnets(new_prefix=24))[-local_backend.DOCKER_SUBNETS :]
-    used = local_backend.used_subnets()
-    start = int(local_backend.cluster_tag(name), 16) % len(subnets)
-    for k in range(len(subnets)):
-        candidate = str(subnets[(start + k) % len(subnets)])
-        if candidate not in used:
-            return candidate
-    raise ClusterError("no free /24 left for a docker cluster")

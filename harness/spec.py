@@ -18,12 +18,11 @@ from typing import Any
 
 import yaml
 
+from harness.cluster import BACKENDS, DBS
 from nemesis.package import NAMES as NEMESIS_NAMES
 from workloads.workload import WorkloadOptions
 
 WORKLOADS = ("queue", "txn", "eos", "idempotence", "group")
-CLUSTERS = ("local", "docker", "ssh")
-DBS = ("reference", "kafka")
 ACKS = ("all", "1", "0")
 ISOLATION = ("read_committed", "read_uncommitted")
 SUB_VIA = ("assign", "subscribe")
@@ -82,7 +81,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("rate", float, 100.0, "total client ops per second", minimum=0.01),
     Option("concurrency", int, 5, "client threads", minimum=1, maximum=1024),
     Option("nodes", int, 3, "broker nodes", minimum=1, maximum=64),
-    Option("cluster", str, "local", "where nodes run", CLUSTERS),
+    Option("cluster", str, "local", "where nodes run", BACKENDS),
     Option("db", str, "reference", "which broker", DBS),
     Option("bug", str, [], "historical broker bugs to switch on", is_list=True),
     Option(

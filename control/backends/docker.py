@@ -13,9 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
-from control.backends.base import Node
+from control.backends import local
+from control.backends.base import ClusterError, InstalledBroker, Node, Record
 from control.remote import Result
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,3 +157,77 @@ def make_nodes(project: str, subnet_prefix: str, count: int) -> list[Node]:
         )
         for i in range(1, count + 1)
     ]
+
+
+def choose_subnet(name: str) -> str:
+    """A free /24 from the docker range at the top of 198.18.0.0/15."""
+    subnets = list(local.POOL.subnets(new_prefix=24))[-local.DOCKER_SUBNETS :]
+    used = local.used_subnets()
+    start = int(local.cluster_tag(name), 16) % len(subnets)
+    for k in range(len(subnets)):
+        candidate = str(subnets[(start + k) % len(subnets)])
+        if candidate not in used:
+            return candidate
+    raise ClusterError("no free /24 left for a docker cluster")
+
+
+@dataclass(frozen=True)
+class DockerBackend:
+    """A cluster's nodes as the three containers of a Compose project, each
+    running the reference broker of the node image (with `bugs`)."""
+
+    name: str
+    count: int
+    compose_file: str | None = None
+    bugs: tuple[str, ...] = ()
+    replicated: bool = True
+    #: rebuild the node image even when its sources did not change
+    build_image: bool = False
+
+    destroy_ends_processes: ClassVar[bool] = True
+    installed_broker: ClassVar[InstalledBroker | None] = InstalledBroker(
+        ("python3", "-m", "broker"), "/etc/jepka/broker.properties"
+    )
+
+    def __post_init__(self) -> None:
+        if self.count != 3:
+            raise ClusterError("backend docker runs the 3 nodes of docker-compose.yml")
+
+    def create(self, record: Record) -> dict[str, Any]:
+        if not engine_running():
+            raise ClusterError(
+                "the Docker engine is not running (scripts/setup-system.sh starts it)"
+            )
+        ensure_image(force=self.build_image)
+        with local.net_lock():
+            subnet = choose_subnet(self.name)
+            state = {
+                "project": f"jepka-{self.name}".lower(),
+                "subnet_prefix": subnet.rsplit(".", 1)[0],
+                "compose_file": self.compose_file or str(COMPOSE_FILE),
+            }
+            record(state)
+            up(state["project"], state["compose_file"], self._env(state))
+        return state
+
+    def nodes(self, state: Mapping[str, Any]) -> list[Node]:
+        if "subnet_prefix" not in state:
+            return []
+        return make_nodes(state["project"], state["subnet_prefix"], self.count)
+
+    def client_address(self, state: Mapping[str, Any], nodes: list[Node]) -> str:
+        return f"{state['subnet_prefix']}.1"
+
+    def restore(self, state: Mapping[str, Any], nodes: list[Node]) -> list[Node]:
+        """`compose up`: starts the containers that are stopped, leaves the rest."""
+        up(state["project"], state["compose_file"], self._env(state))
+        return self.nodes(state)
+
+    def destroy(self, state: Mapping[str, Any]) -> None:
+        if "project" in state:
+            down(state["project"], state["compose_file"], self._env(state))
+
+    def _env(self, state: Mapping[str, Any]) -> dict[str, str]:
+        args = " ".join(f"--bug {b}" for b in self.bugs)
+        env = compose_env(state["subnet_prefix"], args)
+        return {**env, "JEPKA_REPLICATED": "1" if self.replicated else "0"}

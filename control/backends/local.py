@@ -15,15 +15,19 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import ipaddress
+import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from control.backends.base import Node
+from control.backends.base import InstalledBroker, Node, Record
 from control.remote import Result
+
+log = logging.getLogger(__name__)
 
 POOL = ipaddress.ip_network("198.18.0.0/15")
 #: /24s of the pool kept for the docker backend (see docker-compose.yml).
@@ -234,3 +238,44 @@ def make_nodes(names: LocalNames, count: int, root: str) -> list[Node]:
         )
         for i in range(1, count + 1)
     ]
+
+
+@dataclass(frozen=True)
+class LocalBackend:
+    """A cluster's nodes as namespaces on this machine; `root` holds their data."""
+
+    name: str
+    count: int
+    root: str
+
+    destroy_ends_processes: ClassVar[bool] = False
+    installed_broker: ClassVar[InstalledBroker | None] = None
+
+    def create(self, record: Record) -> dict[str, Any]:
+        for bridge in sweep_stray_bridges():
+            log.warning("removed bridge %s, left without namespaces by a dead run", bridge)
+        tag = cluster_tag(self.name)
+        # the names before anything exists, so a crash half-way is cleanable
+        record({"tag": tag, "bridge": f"jkb{tag}", "subnet": "pending"})
+        made = create_network(self.name, self.count)
+        return {"tag": made.tag, "bridge": made.bridge, "subnet": made.subnet}
+
+    def nodes(self, state: Mapping[str, Any]) -> list[Node]:
+        if state.get("subnet", "pending") == "pending":
+            return []
+        return make_nodes(_names(state), self.count, self.root)
+
+    def client_address(self, state: Mapping[str, Any], nodes: list[Node]) -> str:
+        return _names(state).gateway
+
+    def restore(self, state: Mapping[str, Any], nodes: list[Node]) -> list[Node]:
+        """Namespaces outlive every fault: nothing to bring back."""
+        return nodes
+
+    def destroy(self, state: Mapping[str, Any]) -> None:
+        if "tag" in state:
+            destroy_network(_names(state), self.count)
+
+
+def _names(state: Mapping[str, Any]) -> LocalNames:
+    return LocalNames(state["tag"], state["bridge"], state.get("subnet", ""))

@@ -13,10 +13,13 @@ import shlex
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import paramiko
 
+from control.backends.base import ClusterError, InstalledBroker, Node, Record
 from control.remote import Result
 
 CONNECT_ATTEMPTS = 4
@@ -138,3 +141,49 @@ class SshRemote:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+
+@dataclass(frozen=True)
+class SshBackend:
+    """A cluster's nodes as hosts someone else made; `root` is the data
+    directory on each host and `log_dir` keeps each host's command log here."""
+
+    hosts: tuple[str, ...]
+    config: SshConfig
+    root: str
+    log_dir: str
+
+    destroy_ends_processes: ClassVar[bool] = False
+    installed_broker: ClassVar[InstalledBroker | None] = None
+
+    def __post_init__(self) -> None:
+        if not self.hosts:
+            raise ClusterError("backend ssh needs hosts")
+
+    def create(self, record: Record) -> dict[str, Any]:
+        """The hosts exist already."""
+        return {}
+
+    def nodes(self, state: Mapping[str, Any]) -> list[Node]:
+        return [
+            Node(
+                name=f"n{i}",
+                address=host,
+                remote=SshRemote(host, self.config, os.path.join(self.log_dir, f"n{i}", "ssh.log")),
+                root=f"{self.root}/n{i}",
+                node_id=i,
+            )
+            for i, host in enumerate(self.hosts, 1)
+        ]
+
+    def client_address(self, state: Mapping[str, Any], nodes: list[Node]) -> str:
+        remote = nodes[0].remote
+        assert isinstance(remote, SshRemote)
+        return remote.client_address()
+
+    def restore(self, state: Mapping[str, Any], nodes: list[Node]) -> list[Node]:
+        """Hosts outlive every fault: nothing to bring back."""
+        return nodes
+
+    def destroy(self, state: Mapping[str, Any]) -> None:
+        """The hosts are not ours to remove."""

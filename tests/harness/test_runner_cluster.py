@@ -9,14 +9,16 @@ import os
 import subprocess
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from control.backends.base import Node
+from control.backends.base import ClusterError, Node
 from control.backends.local import NetnsRemote, cluster_tag
+from control.db.base import DaemonDB
 from control.db.reference import ReferenceBroker
 from control.remote import Result
-from harness.cluster import Cluster, ClusterSpec, make_db
+from harness.cluster import Cluster, ClusterSpec, make_backend, make_db
 from harness.spec import SpecError, resolve
 from tests.eventually import eventually
 from tests.harness.runs import history_ops, run_replicated
@@ -54,12 +56,44 @@ def test_single_and_independent_nodes_run_without_voters() -> None:
     one = _nodes(1)
     assert "--voters" not in ReferenceBroker(["jepka", "broker"]).command(one[0], one)
     three = _nodes(3)
-    independent = make_db(ClusterSpec(nodes=3, replicated=False))
-    assert "--voters" not in independent.command(three[0], three)
-    docker = make_db(ClusterSpec(backend="docker", replicated=False))
-    assert "--voters" not in docker.command(three[0], three)
-    assert "--voters" in make_db(ClusterSpec(nodes=3)).command(three[0], three)
-    assert "--voters" in make_db(ClusterSpec(backend="docker")).command(three[0], three)
+
+    def db(**fields: Any) -> DaemonDB:
+        spec = ClusterSpec(**fields)
+        return make_db(spec, make_backend(spec, Path(".")))
+
+    assert "--voters" not in db(nodes=3, replicated=False).command(three[0], three)
+    assert "--voters" not in db(backend="docker", replicated=False).command(three[0], three)
+    assert "--voters" in db(nodes=3).command(three[0], three)
+    assert "--voters" in db(backend="docker").command(three[0], three)
+
+
+def test_docker_nodes_run_the_broker_their_image_installs() -> None:
+    spec = ClusterSpec(backend="docker", bugs=("early-ack",))
+    db = make_db(spec, make_backend(spec, Path(".")))
+    assert isinstance(db, ReferenceBroker)
+    assert db.config_path == "/etc/jepka/broker.properties"
+    three = _nodes(3)
+    assert db.command(three[0], three)[:3] == ["python3", "-m", "broker"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"backend": "ssh"}, "backend ssh needs hosts"),
+        ({"backend": "docker", "nodes": 5}, "3 nodes of docker-compose.yml"),
+        ({"hosts": ("198.18.0.11",)}, "hosts are for backend ssh"),
+        ({"backend": "kubernetes"}, "unknown backend 'kubernetes'"),
+    ],
+)
+def test_a_spec_its_backend_cannot_serve_is_refused(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ClusterError, match=message):
+        ClusterSpec(**fields).validate()
+
+
+def test_a_cluster_that_died_while_making_its_network_has_no_nodes_yet(tmp_path: Path) -> None:
+    spec = ClusterSpec(name="half")
+    pending = {"tag": "abc123", "bridge": "jkbabc123", "subnet": "pending"}
+    assert Cluster(spec, tmp_path, pending).nodes == []
 
 
 @pytest.mark.slow
