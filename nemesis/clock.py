@@ -9,6 +9,7 @@ two offsets every period for a bounded duration, `reset-clock` sets +0.
 
 from __future__ import annotations
 
+import random
 import shlex
 import time
 from collections.abc import Sequence
@@ -17,7 +18,9 @@ from typing import Any
 from control.backends.base import Node
 from control.db.base import DaemonDB, faketime_file
 from control.remote import on_nodes
-from nemesis.base import NemesisContext, NemesisError, OpDict, complete
+from nemesis.base import Nemesis, NemesisContext, NemesisError, OpDict, complete
+from nemesis.family import DEFAULT_TARGETS, Build, FaultFamily, FaultOptions
+from nemesis.schedule import Fault
 from nemesis.targets import resolve
 
 MAX_STROBE_S = 60.0
@@ -82,3 +85,35 @@ def heal_node(node: Node, db: DaemonDB, nodes: Sequence[Node]) -> None:
     """Undoes every clock fault on ``node``: its offset back to +0 (before a
     killed broker restarts, so that it starts on the true time)."""
     set_offset(node, 0)
+
+
+def bump(rng: random.Random) -> dict[str, Any]:
+    """Jepsen's bump-time: ±1.5^(6..31) ms, about 11 ms to 288 s."""
+    return {
+        "targets": rng.choice(DEFAULT_TARGETS),
+        "delta_ms": round(rng.choice((-1, 1)) * 1.5 ** rng.randint(6, 31), 3),
+    }
+
+
+def strobe(rng: random.Random) -> dict[str, Any]:
+    """Jepsen's strobe-time ranges, with the period and duration bounded so a
+    flip is a file write the node can keep up with."""
+    return {
+        "targets": rng.choice(DEFAULT_TARGETS),
+        "delta_ms": 2 ** rng.randint(2, 18),
+        "period_ms": 2 ** rng.randint(4, 10),
+        "duration_s": round(rng.uniform(0, 10), 3),
+    }
+
+
+def build(chosen: Sequence[str], options: FaultOptions) -> Build:
+    nemeses: list[Nemesis] = [Clock()] if chosen else []
+    faults: list[Fault] = []
+    if "clock" in chosen:
+        faults.append(Fault("clock", "bump-clock", bump, "reset-clock"))
+    if "clock-strobe" in chosen:
+        faults.append(Fault("clock-strobe", "strobe-clock", strobe, None))
+    return Build(nemeses, faults)
+
+
+FAMILY = FaultFamily("clock", ("clock", "clock-strobe"), build, heal_node)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import posixpath
 import shlex
+from collections.abc import Sequence
 
 from control.backends.base import Node
 from control.remote import on_nodes
 from nemesis.base import NemesisContext, NemesisError, OpDict, complete
+from nemesis.family import Build, FaultFamily, FaultOptions
 from nemesis.process import restart_all
+from nemesis.schedule import Fault
 from nemesis.targets import resolve
 
 LEDGER = "fsync.ledger"
@@ -101,3 +104,14 @@ class LoseUnfsynced:
 
     def teardown(self, ctx: NemesisContext) -> None:
         restart_all(ctx)
+
+
+def build(chosen: Sequence[str], options: FaultOptions) -> Build:
+    if not chosen:
+        return Build([], [])
+    fault = Fault("lose-unfsynced", "lose-unfsynced", options.pick_target, None)
+    return Build([LoseUnfsynced()], [fault])
+
+
+#: lost data cannot be restored; the killed brokers restart with process faults' heal
+FAMILY = FaultFamily("disk", ("lose-unfsynced",), build, None)

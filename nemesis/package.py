@@ -15,58 +15,25 @@ kind alone (`partition-one`, `partition-majority`, `partition-majorities-ring`,
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from control.backends.base import Node
-from control.db.base import DaemonDB
-from nemesis import clock, partition, process
-from nemesis.base import Bound, Compose, Nemesis, NemesisContext, NemesisError, OpDict
-from nemesis.clock import Clock
-from nemesis.disk import LoseUnfsynced
-from nemesis.grudge import GRUDGES
-from nemesis.partition import ROLE_KINDS, Partition
-from nemesis.process import Kill, Pause
+from nemesis import clock, disk, partition, process
+from nemesis.base import Bound, Compose, NemesisContext, NemesisError, OpDict
+from nemesis.family import DEFAULT_TARGETS, FaultFamily, FaultOptions, NodeHeal
 from nemesis.schedule import Fault, alternate, final_ops, rotate
 
-DEFAULT_TARGETS = ("one", "minority", "majority", "all")
-DEFAULT_PARTITIONS = ("one", "majority", "majorities-ring", "bridge")
-PARTITION_NAMES = {
-    **{f"partition-{k}": k for k in GRUDGES},
-    **{k: k for k in ROLE_KINDS},
-    "clients": "clients",
-}
-NAMES = ("kill", "pause", "partition", *PARTITION_NAMES, "lose-unfsynced", "clock", "clock-strobe")
+#: every fault family, in the order their faults join a schedule
+FAMILIES: tuple[FaultFamily, ...] = (process.FAMILY, partition.FAMILY, disk.FAMILY, clock.FAMILY)
+NAMES = tuple(name for family in FAMILIES for name in family.names)
 MODES = ("alternate", "rotate")
-# How each fault family undoes itself on one node, in the order a cluster's
-# final heal applies them (the clock is reset before a killed broker starts).
-# Losing unfsynced data cannot be undone.
-NODE_HEALS: tuple[Callable[[Node, DaemonDB, Sequence[Node]], None], ...] = (
-    partition.heal_node,
-    clock.heal_node,
-    process.heal_node,
+#: how a cluster's final heal undoes each family on a node, in order: the
+#: clock is reset before a killed broker starts
+NODE_HEALS: tuple[NodeHeal, ...] = tuple(
+    family.heal_node
+    for family in (partition.FAMILY, clock.FAMILY, process.FAMILY, disk.FAMILY)
+    if family.heal_node is not None
 )
-
-
-def _bump(rng: random.Random) -> dict[str, Any]:
-    """Jepsen's bump-time: ±1.5^(6..31) ms, about 11 ms to 288 s."""
-    return {
-        "targets": rng.choice(DEFAULT_TARGETS),
-        "delta_ms": round(rng.choice((-1, 1)) * 1.5 ** rng.randint(6, 31), 3),
-    }
-
-
-def _strobe(rng: random.Random) -> dict[str, Any]:
-    """Jepsen's strobe-time ranges, with the period and duration bounded so a
-    flip is a file write the node can keep up with."""
-    return {
-        "targets": rng.choice(DEFAULT_TARGETS),
-        "delta_ms": 2 ** rng.randint(2, 18),
-        "period_ms": 2 ** rng.randint(4, 10),
-        "duration_s": round(rng.uniform(0, 10), 3),
-    }
 
 
 @dataclass
@@ -123,40 +90,12 @@ def build(
         raise NemesisError(f"unknown nemesis mode {mode!r}; known: {', '.join(MODES)}")
     if interval <= 0:
         raise NemesisError(f"--nemesis-interval must be positive, got {interval}")
-    tlist = list(targets)
-
-    def pick_target(rng: random.Random) -> str:
-        return rng.choice(tlist)
-
-    nemeses: list[Nemesis] = []
-    faults: list[Fault] = []
-    if "kill" in chosen:
-        nemeses.append(Kill())
-        faults.append(Fault("kill", "kill", pick_target, "start"))
-    if "pause" in chosen:
-        nemeses.append(Pause())
-        faults.append(Fault("pause", "pause", pick_target, "resume"))
-    kinds = [PARTITION_NAMES[n] for n in chosen if n in PARTITION_NAMES]
-    if "partition" in chosen:
-        kinds = list(dict.fromkeys([*DEFAULT_PARTITIONS, *kinds]))
-    if kinds:
-        extra = coordinator or {"group": "jepka"}
-
-        def pick_kind(rng: random.Random) -> Any:
-            kind = rng.choice(kinds)
-            return {"kind": kind, **extra} if kind == "isolate-coordinator" else kind
-
-        nemeses.append(Partition())
-        faults.append(Fault("partition", "start-partition", pick_kind, "stop-partition", None))
-    if "lose-unfsynced" in chosen:
-        nemeses.append(LoseUnfsynced())
-        faults.append(Fault("lose-unfsynced", "lose-unfsynced", pick_target, None))
-    if "clock" in chosen or "clock-strobe" in chosen:
-        nemeses.append(Clock())
-        if "clock" in chosen:
-            faults.append(Fault("clock", "bump-clock", _bump, "reset-clock"))
-        if "clock-strobe" in chosen:
-            faults.append(Fault("clock-strobe", "strobe-clock", _strobe, None))
+    options = FaultOptions(tuple(targets), coordinator)
+    nemeses, faults = [], []
+    for family in FAMILIES:
+        built = family.build([n for n in chosen if n in family.names], options)
+        nemeses += built.nemeses
+        faults += built.faults
     return NemesisPackage(
         nemesis=Compose(nemeses),
         faults=faults,

@@ -14,6 +14,7 @@ The completion records the exact grudge (or cut) so the history shows it.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,11 +23,21 @@ from control.db.base import DaemonDB
 from control.net import iptables
 from control.remote import on_nodes
 from nemesis.base import NemesisContext, NemesisError, OpDict, complete
+from nemesis.family import Build, FaultFamily, FaultOptions
 from nemesis.grudge import GRUDGES, Grudge, isolate
+from nemesis.schedule import Fault
 from nemesis.targets import resolve
 
 ROLE_KINDS = ("isolate-leader", "isolate-controller", "isolate-coordinator")
 KINDS = (*GRUDGES, *ROLE_KINDS, "clients")
+#: what `--nemesis partition` draws from, besides any kind named alone
+DEFAULT_KINDS = ("one", "majority", "majorities-ring", "bridge")
+#: `--nemesis` names of one partition kind alone
+KIND_NAMES = {
+    **{f"partition-{k}": k for k in GRUDGES},
+    **{k: k for k in ROLE_KINDS},
+    "clients": "clients",
+}
 
 
 def _spec(value: Any) -> dict[str, Any]:
@@ -99,3 +110,22 @@ class Partition:
 def heal_node(node: Node, db: DaemonDB, nodes: Sequence[Node]) -> None:
     """Undoes every partition on ``node``: flushes jepka's iptables chains."""
     node.run(iptables.heal_line())
+
+
+def build(chosen: Sequence[str], options: FaultOptions) -> Build:
+    kinds = [KIND_NAMES[n] for n in chosen if n in KIND_NAMES]
+    if "partition" in chosen:
+        kinds = list(dict.fromkeys([*DEFAULT_KINDS, *kinds]))
+    if not kinds:
+        return Build([], [])
+    extra = options.coordinator or {"group": "jepka"}
+
+    def pick_kind(rng: random.Random) -> Any:
+        kind = rng.choice(kinds)
+        return {"kind": kind, **extra} if kind == "isolate-coordinator" else kind
+
+    fault = Fault("partition", "start-partition", pick_kind, "stop-partition", None)
+    return Build([Partition()], [fault])
+
+
+FAMILY = FaultFamily("partition", ("partition", *KIND_NAMES), build, heal_node)

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from control.backends.base import Node
 from control.db.base import DaemonDB, process_state
 from control.remote import on_nodes
-from nemesis.base import NemesisContext, NemesisError, OpDict, complete
+from nemesis.base import Nemesis, NemesisContext, NemesisError, OpDict, complete
+from nemesis.family import Build, FaultFamily, FaultOptions
+from nemesis.schedule import Fault
 from nemesis.targets import resolve
 
 
@@ -91,3 +93,18 @@ def heal_node(node: Node, db: DaemonDB, nodes: Sequence[Node]) -> None:
     db.resume(node)
     if not process_state(node):
         db.start(node, list(nodes))
+
+
+def build(chosen: Sequence[str], options: FaultOptions) -> Build:
+    nemeses: list[Nemesis] = []
+    faults: list[Fault] = []
+    if "kill" in chosen:
+        nemeses.append(Kill())
+        faults.append(Fault("kill", "kill", options.pick_target, "start"))
+    if "pause" in chosen:
+        nemeses.append(Pause())
+        faults.append(Fault("pause", "pause", options.pick_target, "resume"))
+    return Build(nemeses, faults)
+
+
+FAMILY = FaultFamily("process", ("kill", "pause"), build, heal_node)
