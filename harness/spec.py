@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from broker.bugs import BUGS
 from harness.cluster import BACKENDS, DBS
 from nemesis.package import NAMES as NEMESIS_NAMES
 from workloads.workload import WorkloadOptions
@@ -46,6 +47,11 @@ class Option:
     #: how a default of None is derived from other settings (shown in help)
     derived: str = ""
 
+    @property
+    def is_switch(self) -> bool:
+        """On or off: a flag and its ``--no-`` form on the command line."""
+        return self.kind is _bool
+
 
 def _bool(x: Any) -> bool:
     if isinstance(x, bool):
@@ -61,6 +67,12 @@ def _setting(x: Any) -> str:
     if not eq or not key.strip() or not value.strip():
         raise ValueError(f"expected key=value, got {x!r}")
     return f"{key.strip()}={value.strip()}"
+
+
+def _acks(x: Any) -> str:
+    """Producer acks, with Kafka's spelling ``-1`` for ``all``."""
+    text = str(x).strip().lower()
+    return "all" if text == "-1" else text
 
 
 def _fraction(x: Any) -> float:
@@ -83,7 +95,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("nodes", int, 3, "broker nodes", minimum=1, maximum=64),
     Option("cluster", str, "local", "where nodes run", BACKENDS),
     Option("db", str, "reference", "which broker", DBS),
-    Option("bug", str, [], "historical broker bugs to switch on", is_list=True),
+    Option("bug", str, [], "historical broker bugs to switch on", tuple(BUGS), is_list=True),
     Option(
         "broker_config",
         _setting,
@@ -91,7 +103,7 @@ OPTIONS: tuple[Option, ...] = (
         "broker settings key=value, comma-separated (over jepka's own)",
         is_list=True,
     ),
-    Option("acks", str, "all", "producer acks", ACKS),
+    Option("acks", _acks, "all", "producer acks (-1 is all)", ACKS),
     Option("idempotence", _bool, True, "idempotent producers"),
     Option("isolation_level", str, "read_committed", "consumer isolation", ISOLATION),
     Option(
@@ -129,7 +141,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("crash_clients", _bool, False, "crash clients now and then"),
     Option("seed", int, 0, "random seed: same seed, same schedule", minimum=0),
     Option("test_count", int, 1, "how many runs", minimum=1, maximum=10_000),
-    Option("name", str, "", "test name (default: workload-nemesis)"),
+    Option("name", str, "", "test name", derived="workload-nemesis"),
     Option("store", str, "store", "run directory root"),
     Option("bootstrap", str, "", "host:port,... of an existing cluster to use instead"),
     Option("hosts", str, [], "machines for --cluster ssh, comma-separated", is_list=True),
@@ -140,6 +152,7 @@ KIND_NAMES: dict[Callable[[Any], Any], str] = {
     int: "an integer",
     float: "a number",
     _bool: "true or false",
+    _acks: "an acks setting",
     _fraction: "a number or a fraction like 1/32",
     _setting: "a setting key=value",
 }
@@ -221,6 +234,8 @@ def _coerce(opt: Option, raw: Any, where: str) -> Any:
             if isinstance(raw, list)
             else [raw]
         )
+        if opt.choices:  # names never hold a comma: `--bug a,b --bug c` is three
+            items = [part for item in items for part in str(item).split(",")]
         items = [str(i).strip() for i in items if str(i).strip()]
     else:
         items = [raw]

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from enum import IntEnum
@@ -43,6 +44,13 @@ class UsageError(Exception):
     """Bad arguments or input: reported in one line, exit 254."""
 
 
+def describe(doc: str | None) -> str:
+    """A module docstring's first paragraph as a command's description: one
+    line of plain text (help output shows no reStructuredText)."""
+    first = (doc or "").strip().split("\n\n")[0]
+    return re.sub(r"`+([^`]*)`+", r"\1", " ".join(first.split()))
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse exits 2 on bad arguments; Jepsen's code for that is 254."""
 
@@ -52,7 +60,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="jepka", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="jepka", description=describe(__doc__))
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
     for name in COMMAND_MODULES:

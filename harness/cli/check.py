@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli import ExitCode, UsageError
+from harness.cli import ExitCode, UsageError, describe
 from history import FORMATS, HistoryError
 
 EXAMPLES_SHOWN = 3
@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "check",
         help="check a history or a stored run for Kafka anomalies",
-        description=__doc__.split("\n\n")[0],
+        description=describe(__doc__),
     )
     p.add_argument("path", help="history file, or a stored run directory (store/<test>/<time>/)")
     p.add_argument(

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from harness.cli import ExitCode, UsageError
+from harness.cli import ExitCode, UsageError, describe
 from harness.cluster import BACKENDS, DBS, Cluster, ClusterError, ClusterSpec, all_registered
 
 
@@ -21,7 +21,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "cluster",
         help="start, inspect, heal or remove a cluster",
-        description=__doc__.splitlines()[0],
+        description=describe(__doc__),
     )
     parser.add_argument("action", choices=("up", "down", "status", "heal"))
     parser.add_argument(
@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--hosts", help="comma-separated SSH hosts (backend ssh)")
     parser.add_argument("--ssh-user", default="root")
     parser.add_argument("--ssh-key", help="private key file (default: agent and ~/.ssh)")
-    parser.add_argument("--json", action="store_true", help="status as JSON")
+    parser.add_argument("--json", action="store_true", help="status as one JSON array of clusters")
     parser.add_argument(
         "--build",
         action="store_true",
@@ -94,7 +94,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"cluster {spec.name} up ({spec.backend}); bootstrap: {cluster.bootstrap}")
         return ExitCode.VALID
     names = _targets(args)
-    if not names and args.action in ("down", "heal"):
+    if args.action == "status" and args.json:
+        print(json.dumps([_status(Cluster.attach(name, args.store)) for name in names]))
+        return ExitCode.VALID
+    if not names:
         print("no registered clusters")
         return ExitCode.VALID
     for name in names:
@@ -106,11 +109,15 @@ def _run(args: argparse.Namespace) -> int:
             cluster.heal()
             print(f"cluster {name} healed")
         else:
-            rows = cluster.status()
-            if args.json:
-                print(json.dumps({"cluster": name, "backend": cluster.spec.backend, "nodes": rows}))
-            else:
-                print(f"cluster {name} ({cluster.spec.backend}); bootstrap: {cluster.bootstrap}")
-                for row in rows:
-                    print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
+            print(f"cluster {name} ({cluster.spec.backend}); bootstrap: {cluster.bootstrap}")
+            for row in cluster.status():
+                print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
     return ExitCode.VALID
+
+
+def _status(cluster: Cluster) -> dict[str, Any]:
+    return {
+        "cluster": cluster.spec.name,
+        "backend": cluster.spec.backend,
+        "nodes": cluster.status(),
+    }

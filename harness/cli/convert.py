@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.cli import ExitCode, UsageError
+from harness.cli import ExitCode, UsageError, describe
 from history import FORMATS, HistoryError, convert
 
 
@@ -14,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "convert",
         help="convert a history between jsonl, parquet and jepsen-edn",
-        description=__doc__.split("\n\n")[0],
+        description=describe(__doc__),
     )
     p.add_argument("input", help="history file to read")
     p.add_argument("output", help="file to write (format from its extension unless --to)")

@@ -11,14 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.cli import ExitCode, UsageError
+from harness.cli import ExitCode, UsageError, describe
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "report",
         help="re-render a stored run's report.html and junit.xml",
-        description=__doc__.splitlines()[0],
+        description=describe(__doc__),
     )
     p.add_argument(
         "run_dir",

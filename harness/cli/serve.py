@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from harness.cli import UsageError
+from harness.cli import UsageError, describe
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "serve",
         help="serve store/ on localhost with an index of runs",
-        description=__doc__.splitlines()[0],
+        description=describe(__doc__),
     )
     p.add_argument(
         "--store", type=Path, default=Path("store"), help="store folder (default: store)"

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.cli import ExitCode, UsageError
+from harness.cli import ExitCode, UsageError, describe
 
 VERDICTS = ("valid", "invalid", "unknown", "crashed")
 VERDICT_OF: dict[Any, str] = {True: "valid", False: "invalid"}
@@ -42,7 +42,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "suite",
         help="run a matrix of tests; flag unexpected verdicts",
-        description=__doc__.splitlines()[0],
+        description=describe(__doc__),
     )
     p.add_argument("matrix", type=Path, metavar="MATRIX.yml", help="the matrix file")
     p.add_argument(

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from harness.cli import ExitCode, UsageError
+from harness.cli import ExitCode, UsageError, describe
 from harness.spec import OPTIONS, SpecError, TestSpec, load_config, resolve
 
 
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "test",
         help="run a workload under faults, then check it",
-        description=__doc__.splitlines()[0],
+        description=describe(__doc__),
     )
     parser.add_argument("--config", metavar="FILE", help="YAML file of settings (flags win)")
     for opt in OPTIONS:
@@ -37,11 +37,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         shown = opt.derived or (default if default not in ("", None) else "none")
         help_text = f"{opt.help} (default: {shown})"
         kwargs: dict[str, Any] = {"dest": opt.name, "default": None, "help": help_text}
-        if opt.choices and not opt.is_list:
+        if opt.choices and not opt.is_list and opt.kind is str:
             kwargs["choices"] = opt.choices
-        if opt.is_list and opt.choices:
+        elif opt.choices and opt.is_list:
             kwargs["metavar"] = "A,B"
             kwargs["help"] += f"; from: {', '.join(opt.choices)}"
+        elif opt.choices:
+            kwargs["metavar"] = "|".join(opt.choices)
+        if opt.is_switch:
+            kwargs["action"] = argparse.BooleanOptionalAction
         if opt.name == "bug":
             kwargs["action"] = "append"
         parser.add_argument(flag, **kwargs)

@@ -3,6 +3,7 @@ harness, heal from the registry alone, down leaving nothing behind."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import uuid
@@ -50,6 +51,8 @@ def test_cluster_cli_heals_and_removes_a_dead_runs_leftovers(tmp_path: Path) -> 
 
         status = jepka("status", "--name", name, "--store", store)
         assert "broker=paused" in status.stdout and "broker=down" in status.stdout
+        [listed] = json.loads(jepka("status", "--json", "--store", store).stdout)
+        assert listed["cluster"] == name and len(listed["nodes"]) == 3
         healed = jepka("heal", "--store", store)
         assert healed.returncode == 0, healed.stderr
         cluster = Cluster.attach(name, store)
@@ -68,6 +71,13 @@ def test_cluster_cli_heals_and_removes_a_dead_runs_leftovers(tmp_path: Path) -> 
     assert down.returncode == 0, down.stderr
     assert not Registry(store, name).path.exists()
     assert leftovers(tag) == []
+
+
+def test_status_says_when_there_are_no_clusters(tmp_path: Path) -> None:
+    plain = jepka("status", "--store", str(tmp_path))
+    assert plain.returncode == 0 and plain.stdout == "no registered clusters\n"
+    listed = jepka("status", "--json", "--store", str(tmp_path))
+    assert listed.returncode == 0 and json.loads(listed.stdout) == []
 
 
 def test_cluster_cli_bad_input_exits_254(tmp_path: Path) -> None:

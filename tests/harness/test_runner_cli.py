@@ -21,8 +21,42 @@ def parse(*argv: str):  # type: ignore[no-untyped-def]
 def test_flags_and_config_file_merge(tmp_path: Path) -> None:
     cfg = tmp_path / "t.yaml"
     cfg.write_text("workload: eos\nrate: 7\nnemesis: kill\n")
-    spec = parse("--config", str(cfg), "--rate", "9", "--bug", "a", "--bug", "b")
-    assert (spec.workload, spec.rate, spec.nemesis, spec.bug) == ("eos", 9.0, ("kill",), ("a", "b"))
+    spec = parse(
+        *("--config", str(cfg), "--rate", "9"),
+        *("--bug", "early-ack,no-dedup", "--bug", "read-above-hw"),
+    )
+    assert (spec.workload, spec.rate, spec.nemesis) == ("eos", 9.0, ("kill",))
+    assert spec.bug == ("early-ack", "no-dedup", "read-above-hw")
+
+
+def test_switches_and_kafkas_spellings() -> None:
+    assert parse("--no-idempotence", "--crash-clients").idempotence is False
+    assert parse("--crash-clients").crash_clients is True
+    assert parse().idempotence is True
+    assert parse("--acks", "-1").acks == "all"
+    assert parse("--acks", "1").acks == "1"
+
+
+def test_help_lists_the_bugs_and_shows_each_default_once() -> None:
+    from broker.bugs import BUGS
+
+    text = " ".join(_help("test").split())
+    unwrapped = "".join(text.split())  # argparse may wrap a name at its hyphen
+    assert all(name in unwrapped for name in BUGS)
+    assert "test name (default: workload-nemesis) --store" in text
+    assert "--idempotence, --no-idempotence" in text
+    for command in ("check", "convert", "report", "serve", "suite", "cluster", "test"):
+        assert "``" not in _help(command), command
+
+
+def _help(command: str) -> str:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    return out.getvalue()
 
 
 def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -42,6 +76,9 @@ def test_bad_input_is_one_line_and_exit_254(tmp_path: Path) -> None:
         (["--nemesis", "kill,meteor"], "nemesis: 'meteor' is not one of"),
         (["--config", str(bad)], "not valid YAML"),
         (["--workload", "nope"], "invalid choice"),
+        (["--bug", "early-ack,meteor"], "bug: 'meteor' is not one of early-ack,"),
+        (["--acks", "2"], "acks: '2' is not one of all, 1, 0"),
+        (["--idempotence", "false"], "unrecognized arguments: false"),
     ]:
         proc = run_cli(*argv)
         assert proc.returncode == 254, proc.stderr
