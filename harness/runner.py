@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -181,9 +182,12 @@ def run_test(
     with ExitStack() as stack:
         cluster = stack.enter_context(cluster_phase(spec, run_dir, state))
         bootstrap = spec.bootstrap or cluster.bootstrap
-        workload = build_workload(spec.workload_options(), bootstrap)
+        # on an existing cluster, names of the run's own: no earlier run's records
+        namespace = f"jepka-{uuid.uuid4().hex[:8]}" if spec.bootstrap else "jepka"
+        workload = build_workload(spec.workload_options(namespace), bootstrap)
         test.update(
             workload.test_data,
+            namespace=namespace,
             bootstrap=bootstrap,
             nodes=[n.name for n in cluster.nodes] if cluster else [],
         )

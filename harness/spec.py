@@ -46,6 +46,8 @@ class Option:
     is_list: bool = False
     #: how a default of None is derived from other settings (shown in help)
     derived: str = ""
+    #: other names accepted for it, in files and as flags (Kafka's spellings)
+    aliases: tuple[str, ...] = ()
 
     @property
     def is_switch(self) -> bool:
@@ -143,11 +145,23 @@ OPTIONS: tuple[Option, ...] = (
     Option("test_count", int, 1, "how many runs", minimum=1, maximum=10_000),
     Option("name", str, "", "test name", derived="workload-nemesis"),
     Option("store", str, "store", "run directory root"),
-    Option("bootstrap", str, "", "host:port,... of an existing cluster to use instead"),
+    Option(
+        "bootstrap",
+        str,
+        "",
+        "host:port,... of an existing cluster to test instead of starting one",
+        aliases=("bootstrap_server",),
+    ),
+    Option(
+        "client_config",
+        str,
+        "",
+        "librdkafka properties file (key=value lines) for every client: SASL, TLS, timeouts",
+    ),
     Option("hosts", str, [], "machines for --cluster ssh, comma-separated", is_list=True),
     Option("kafka_home", str, "", "Apache Kafka's install directory on each node (--db kafka)"),
 )
-BY_NAME = {o.name: o for o in OPTIONS}
+BY_NAME = {name: o for o in OPTIONS for name in (o.name, *o.aliases)}
 KIND_NAMES: dict[Callable[[Any], Any], str] = {
     int: "an integer",
     float: "a number",
@@ -191,6 +205,7 @@ class TestSpec:
     name: str
     store: str
     bootstrap: str
+    client_config: str
     hosts: tuple[str, ...]
     kafka_home: str
 
@@ -208,10 +223,22 @@ class TestSpec:
     def test_name(self) -> str:
         return self.name or f"{self.workload}-{'+'.join(self.faults) or 'none'}"
 
-    def workload_options(self) -> WorkloadOptions:
-        """What the workload needs of this spec."""
-        names = {f.name for f in dataclasses.fields(WorkloadOptions)} - {"test_name"}
-        return WorkloadOptions(test_name=self.test_name, **{n: getattr(self, n) for n in names})
+    @property
+    def client_properties(self) -> dict[str, str]:
+        """The ``client_config`` file's librdkafka properties (none without one)."""
+        return read_properties(self.client_config) if self.client_config else {}
+
+    def workload_options(self, namespace: str = "jepka") -> WorkloadOptions:
+        """What the workload needs of this spec; ``namespace`` names the
+        run's topics, group and transactional ids."""
+        own = {"test_name", "namespace", "client_properties"}
+        names = {f.name for f in dataclasses.fields(WorkloadOptions)} - own
+        return WorkloadOptions(
+            test_name=self.test_name,
+            namespace=namespace,
+            client_properties=self.client_properties,
+            **{n: getattr(self, n) for n in names},
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -256,6 +283,25 @@ def _coerce(opt: Option, raw: Any, where: str) -> Any:
     return tuple(out) if opt.is_list else out[0]
 
 
+def read_properties(path: str | Path) -> dict[str, str]:
+    """A Java-style properties file (``key=value`` lines, ``#`` and ``!``
+    comments), as Kafka's and librdkafka's tools read their client configs."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    out = {}
+    for n, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text[0] in "#!":
+            continue
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"{path}: line {n}: expected key=value, got {text!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
     """The settings of a YAML config file (keys with ``-`` or ``_``)."""
     try:
@@ -290,7 +336,7 @@ def resolve(
             opt = BY_NAME.get(key)
             if opt is None:
                 raise SpecError(f"{where}: unknown setting {key.replace('_', '-')!r}")
-            values[key] = _coerce(opt, raw, where)
+            values[opt.name] = _coerce(opt, raw, where)
     if values["replication_factor"] is None:
         values["replication_factor"] = 1 if values["bootstrap"] else min(3, values["nodes"])
     if values["min_isr"] is None:
@@ -300,6 +346,8 @@ def resolve(
         raise SpecError(
             f"min-isr {spec.min_isr} exceeds replication-factor {spec.replication_factor}"
         )
+    if spec.client_config:  # read now: a bad file stops the run before anything starts
+        read_properties(spec.client_config)
     if spec.replication_factor > spec.nodes and not spec.bootstrap:
         raise SpecError(
             f"replication-factor {spec.replication_factor} needs at least that many "

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -26,7 +27,7 @@ from confluent_kafka.admin import NewTopic
 
 from workloads.consuming import KeyConsumer
 from workloads.handles import Clients, close_producer
-from workloads.keys import PARTITIONS_PER_TOPIC, topic_partition, topics
+from workloads.keys import PARTITIONS_PER_TOPIC, KeyMap
 from workloads.outcomes import (
     ClientCrash,
     IntentionalAbort,
@@ -40,6 +41,7 @@ from workloads.outcomes import (
 # librdkafka's own log lines go to logging, not straight to stderr. Under
 # faults they are expected noise (refused connections...): what matters is in
 # the history, so they are hidden unless JEPKA_LIBRDKAFKA_LOG names a level.
+log = logging.getLogger(__name__)
 LIBRDKAFKA_LOG = logging.getLogger("librdkafka")
 LIBRDKAFKA_LOG.setLevel(os.environ.get("JEPKA_LIBRDKAFKA_LOG", "CRITICAL"))
 
@@ -57,10 +59,19 @@ class ClientConfig:
     isolation_level: str = "read_committed"
     transactional: bool = False
     replication_factor: int = 1
+    #: the topics' min.insync.replicas; None leaves it to the broker's default
+    min_isr: int | None = None
+    key_map: KeyMap = field(default_factory=KeyMap)
     group_id: str = "jepka"
     txn_id_prefix: str = "jepka-txn"
     op_timeout_s: float = 10.0
     poll_s: float = 0.1
+    #: librdkafka properties for every producer, consumer and admin (SASL,
+    #: TLS, timeouts), over jepka's own
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    def admin_conf(self) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap, "logger": LIBRDKAFKA_LOG, **self.properties}
 
     def producer_conf(self, process: Any) -> dict[str, Any]:
         conf = {
@@ -77,7 +88,7 @@ class ClientConfig:
         if self.transactional:
             conf["transactional.id"] = f"{self.txn_id_prefix}-{process}"
             conf["transaction.timeout.ms"] = int(self.op_timeout_s * 1000 * 3)
-        return conf
+        return {**conf, **self.properties}
 
     def consumer_conf(self) -> dict[str, Any]:
         return {
@@ -90,6 +101,7 @@ class ClientConfig:
             "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 1000,
             "logger": LIBRDKAFKA_LOG,
+            **self.properties,
         }
 
 
@@ -120,15 +132,21 @@ class QueueClient:
             client.producer = Producer(self.config.producer_conf(client.process))
             if self.config.transactional:
                 client.producer.init_transactions(self.config.op_timeout_s)
-            client.consumer = KeyConsumer(self.config.consumer_conf())
+            client.consumer = KeyConsumer(self.config.consumer_conf(), self.config.key_map)
         except BaseException:
             client.close(test)
             raise
         return client
 
     def setup(self, test: Any) -> None:
-        """Creates every key's topic and waits until each partition has a leader."""
-        create_topics(self.config)
+        """Creates every key's topic and waits until each partition has a
+        leader; topics that existed already and differ from what the test
+        asks are logged and recorded in the test as ``existing_topics``."""
+        differing = create_topics(self.config)
+        for topic, problem in differing.items():
+            log.warning("topic %s existed already: %s", topic, problem)
+        if differing and isinstance(test, dict):
+            test["existing_topics"] = differing
 
     def teardown(self, test: Any) -> None:
         pass
@@ -298,7 +316,7 @@ class QueueClient:
         """Enqueues one send; the returned cell gets ``[error, offset]`` on delivery."""
         assert self.producer is not None
         _, key, value = mop
-        topic, partition = topic_partition(key)
+        topic, partition = self.config.key_map.topic_partition(key)
         cell: list[Any] = [None, None, False]
 
         def delivered(err: KafkaError | None, msg: Any) -> None:
@@ -366,24 +384,32 @@ def _combine(error: Outcome | None, sends: list[Outcome | None]) -> Outcome | No
     return Outcome("info", info.error, any(o.end_process for o in candidates))
 
 
-def create_topics(config: ClientConfig, timeout_s: float = 30.0) -> None:
-    """Creates the topics for ``config.keys`` (existing ones are fine) and
-    waits until every partition has a leader."""
+def create_topics(config: ClientConfig, timeout_s: float = 30.0) -> dict[str, str]:
+    """Creates the topics for ``config.keys`` with the test's replication
+    factor and min.insync.replicas and waits until every partition has a
+    leader. Returns, for each topic that existed already with other
+    settings, how it differs."""
     import time
 
-    wanted = topics(config.keys)
+    wanted = config.key_map.topics(config.keys)
+    topic_config = {"min.insync.replicas": str(config.min_isr)} if config.min_isr else {}
+    existed = []
     with Clients() as clients:
-        admin = clients.admin({"bootstrap.servers": config.bootstrap, "logger": LIBRDKAFKA_LOG})
+        admin = clients.admin(config.admin_conf())
         futures = admin.create_topics(
-            [NewTopic(t, PARTITIONS_PER_TOPIC, config.replication_factor) for t in wanted],
+            [
+                NewTopic(t, PARTITIONS_PER_TOPIC, config.replication_factor, config=topic_config)
+                for t in wanted
+            ],
             request_timeout=timeout_s,
         )
-        for fut in futures.values():
+        for topic, fut in futures.items():
             try:
                 fut.result(timeout_s)
             except KafkaException as e:
                 if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                     raise
+                existed.append(topic)
         deadline = time.monotonic() + timeout_s
         while True:
             md = admin.list_topics(timeout=timeout_s)
@@ -395,7 +421,31 @@ def create_topics(config: ClientConfig, timeout_s: float = 30.0) -> None:
                 for t in wanted
             )
             if ready:
-                return
+                return _differences(admin, md, existed, config, timeout_s)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topics {wanted} have no leaders after {timeout_s}s")
             time.sleep(0.2)
+
+
+def _differences(
+    admin: Any, md: Any, topics: list[str], config: ClientConfig, timeout_s: float
+) -> dict[str, str]:
+    """How each existing topic differs from the test's settings."""
+    from confluent_kafka.admin import ConfigResource
+
+    out = {}
+    for topic in topics:
+        found = []
+        rf = min(len(p.replicas) for p in md.topics[topic].partitions.values())
+        if rf != config.replication_factor:
+            found.append(f"replication factor {rf}, not {config.replication_factor}")
+        if config.min_isr:
+            resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+            entries = admin.describe_configs([resource])[resource].result(timeout_s)
+            entry = entries.get("min.insync.replicas")
+            value = entry.value if entry is not None else None
+            if value != str(config.min_isr):
+                found.append(f"min.insync.replicas {value}, not {config.min_isr}")
+        if found:
+            out[topic] = "; ".join(found)
+    return out

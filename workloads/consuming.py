@@ -25,7 +25,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as TP
 
-from workloads.keys import key_of, topic_partition, topics
+from workloads.keys import KeyMap
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,9 @@ FIRST_OFFSET = 0
 class KeyConsumer:
     """One process's consumer."""
 
-    def __init__(self, config: dict[str, Any], start: int = FIRST_OFFSET) -> None:
+    def __init__(self, config: dict[str, Any], key_map: KeyMap, start: int = FIRST_OFFSET) -> None:
         self.config = config
+        self.key_map = key_map
         self._new_consumer()
         self.start = start  # where newly assigned keys begin (unless from the beginning)
         self.assigned: list[int] = []
@@ -82,7 +83,9 @@ class KeyConsumer:
         self._replace_if_used()
         self._used = True
         self.positions = dict(positions)
-        self.consumer.assign([TP(*topic_partition(k), o) for k, o in positions.items()])
+        self.consumer.assign(
+            [TP(*self.key_map.topic_partition(k), o) for k, o in positions.items()]
+        )
         self.assigned = list(positions)
 
     def subscribe(self, keys: list[int]) -> None:
@@ -92,7 +95,7 @@ class KeyConsumer:
             self._replace_if_used()  # a manual assignment must go before joining a group
         self._used = True
         self.consumer.subscribe(
-            topics(keys),
+            self.key_map.topics(keys),
             on_assign=self._on_assign,
             on_revoke=self._on_revoke,
             on_lost=self._on_revoke,
@@ -115,16 +118,16 @@ class KeyConsumer:
             self._used = False
 
     def _log(self, kind: str, partitions: list[TP]) -> None:
-        keys = sorted(key_of(tp.topic, tp.partition) for tp in partitions)
+        keys = sorted(self.key_map.key_of(tp.topic, tp.partition) for tp in partitions)
         with self._lock:
             self.rebalance_log.append({"type": kind, "keys": keys})
 
     def _on_assign(self, consumer: Consumer, partitions: list[TP]) -> None:
         self._log("assigned", partitions)
         for p in partitions:  # a group member resumes where the group committed
-            self.positions.pop(key_of(p.topic, p.partition), None)
+            self.positions.pop(self.key_map.key_of(p.topic, p.partition), None)
         self.assigned = sorted(
-            set(self.assigned) | {key_of(p.topic, p.partition) for p in partitions}
+            set(self.assigned) | {self.key_map.key_of(p.topic, p.partition) for p in partitions}
         )
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TP]) -> None:
@@ -133,7 +136,7 @@ class KeyConsumer:
         if left is not None:  # a replaced consumer leaving its group
             left.set()
             return
-        gone = {key_of(p.topic, p.partition) for p in partitions}
+        gone = {self.key_map.key_of(p.topic, p.partition) for p in partitions}
         self.assigned = [k for k in self.assigned if k not in gone]
 
     def take_rebalance_log(self) -> list[dict[str, Any]]:
@@ -157,7 +160,7 @@ class KeyConsumer:
                 if err.code() == KafkaError._PARTITION_EOF:
                     continue
                 raise KafkaException(err)
-            key = key_of(msg.topic(), msg.partition())
+            key = self.key_map.key_of(msg.topic(), msg.partition())
             offset = msg.offset()
             raw = msg.value()
             try:
@@ -177,7 +180,7 @@ class KeyConsumer:
     def next_offsets(self, polled: dict[int, list[list[int]]]) -> list[TP]:
         """Offsets to commit after ``polled``: the highest offset read + 1 per key."""
         return [
-            TP(*topic_partition(k), max(o for o, _ in recs) + 1)
+            TP(*self.key_map.topic_partition(k), max(o for o, _ in recs) + 1)
             for k, recs in sorted(polled.items())
             if recs
         ]
@@ -215,7 +218,7 @@ class KeyConsumer:
             return
         for key, offset in sorted(self.first_polled.items()):
             try:
-                self.consumer.seek(TP(*topic_partition(key), offset))
+                self.consumer.seek(TP(*self.key_map.topic_partition(key), offset))
             except KafkaException as e:
                 log.warning("could not roll key %s back to %s: %s", key, offset, e)
                 self.positions.pop(key, None)

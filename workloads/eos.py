@@ -70,7 +70,9 @@ class EosClient(QueueClient):
         conf = {**self.config.producer_conf(f"copier-{thread}")}
         self.producer = Producer(conf)
         self.producer.init_transactions(self.config.op_timeout_s)
-        self.consumer = KeyConsumer(self.config.consumer_conf(), start=OFFSET_STORED)
+        self.consumer = KeyConsumer(
+            self.config.consumer_conf(), self.config.key_map, start=OFFSET_STORED
+        )
         self.process = process
 
     def invoke(self, test: Any, op: OpDict) -> OpDict:

@@ -19,7 +19,8 @@ that reads everything back. ``test_data`` goes into the run's ``test.json``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from generator import GenLike, Rand, any_, on_clients, repeat, stagger
@@ -33,7 +34,7 @@ from workloads.generators import (
     final_polls,
     track_offsets,
 )
-from workloads.keys import all_keys, key_map
+from workloads.keys import KeyMap, all_keys
 
 SUPPORTED = ("queue", "txn", "idempotence", "group", "eos")
 CRASH_INTERVAL_S = 10.0  # mean time between client crashes (--crash-clients)
@@ -62,11 +63,26 @@ class WorkloadOptions:
     idempotence: bool
     isolation_level: str
     replication_factor: int
+    min_isr: int
     max_txn_length: int
     abort_p: float
     sub_p: float
     sub_via: tuple[str, ...]
     crash_clients: bool
+    #: the run's topics are ``<namespace>-tN``, its group and transactional
+    #: ids start with it: ``jepka`` on a cluster the test starts, a name of
+    #: the run's own on an existing cluster
+    namespace: str = "jepka"
+    #: librdkafka properties for every client (see ``ClientConfig``)
+    client_properties: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key_map(self) -> KeyMap:
+        return KeyMap(f"{self.namespace}-t")
+
+    @property
+    def txn_id_prefix(self) -> str:
+        return f"{self.namespace}-{self.test_name}-{self.seed}"
 
 
 def unsupported(workload: str) -> str | None:
@@ -92,7 +108,11 @@ def build(spec: WorkloadOptions, bootstrap: str) -> Workload:
         isolation_level=spec.isolation_level,
         transactional=txn,
         replication_factor=spec.replication_factor,
-        txn_id_prefix=f"jepka-{spec.test_name}-{spec.seed}",
+        min_isr=spec.min_isr,
+        key_map=spec.key_map,
+        group_id=spec.namespace,
+        txn_id_prefix=spec.txn_id_prefix,
+        properties=spec.client_properties,
     )
     tracker = OffsetTracker()
     if spec.workload == "group":
@@ -117,7 +137,7 @@ def build(spec: WorkloadOptions, bootstrap: str) -> Workload:
         generator=main,
         final_generator=on_clients(final_polls(keys, tracker)),
         test_data={
-            "keys": key_map(spec.key_count),
+            "keys": spec.key_map.key_map(spec.key_count),
             "transactional": txn,
             "idempotence": idempotent,
         },
@@ -135,8 +155,11 @@ def _build_eos(spec: WorkloadOptions, bootstrap: str) -> Workload:
         isolation_level="read_committed",
         transactional=True,
         replication_factor=spec.replication_factor,
-        group_id=f"jepka-eos-{spec.test_name}-{spec.seed}",
-        txn_id_prefix=f"jepka-{spec.test_name}-{spec.seed}",
+        min_isr=spec.min_isr,
+        key_map=spec.key_map,
+        group_id=f"{spec.namespace}-eos-{spec.test_name}-{spec.seed}",
+        txn_id_prefix=spec.txn_id_prefix,
+        properties=spec.client_properties,
     )
     tracker = OffsetTracker()
     main, final = eos.generators(
@@ -148,7 +171,7 @@ def _build_eos(spec: WorkloadOptions, bootstrap: str) -> Workload:
         generator=main,
         final_generator=final,
         test_data={
-            "keys": key_map(len(inputs) + len(outputs)),
+            "keys": spec.key_map.key_map(len(inputs) + len(outputs)),
             "eos": {"inputs": inputs, "outputs": outputs, "copy": "output = input + n"},
             "transactional": True,
             "idempotence": True,

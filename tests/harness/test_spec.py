@@ -61,3 +61,27 @@ def test_bad_yaml_names_the_file_and_line(tmp_path: Path) -> None:
         load_config(cfg)
     with pytest.raises(SpecError, match="cannot read"):
         load_config(tmp_path / "missing.yaml")
+
+
+def test_kafkas_spelling_and_a_client_config_file(tmp_path: Path) -> None:
+    props = tmp_path / "client.properties"
+    props.write_text(
+        "# SASL\nsecurity.protocol = SASL_SSL\n! also a comment\n\nsasl.mechanism=PLAIN\n"
+    )
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text(f"bootstrap-server: k1:9092,k2:9092\nclient-config: {props}\n")
+    spec = resolve(load_config(cfg), None, str(cfg))
+    assert spec.bootstrap == "k1:9092,k2:9092"
+    assert spec.client_properties == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}
+    options = spec.workload_options("jepka-0badcafe")
+    assert options.client_properties == spec.client_properties
+    assert options.key_map.topic_partition(3) == ("jepka-0badcafe-t1", 1)
+
+
+def test_a_bad_client_config_names_the_file_and_line(tmp_path: Path) -> None:
+    props = tmp_path / "client.properties"
+    props.write_text("acks=all\nsasl.password\n")
+    with pytest.raises(SpecError, match=r"client.properties: line 2: expected key=value"):
+        resolve(None, {"client_config": str(props)})
+    with pytest.raises(SpecError, match="cannot read"):
+        resolve(None, {"client_config": str(tmp_path / "missing.properties")})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,25 +17,32 @@ from workloads.generators import (
     final_polls,
     track_offsets,
 )
-from workloads.keys import all_keys, key_map, key_of, topic_partition, topics
+from workloads.keys import KeyMap, all_keys
 
 KEYS = (0, 1, 2, 3)
 
 
 def test_keys_map_one_to_one() -> None:
+    keys = KeyMap()
     for k in range(50):
-        assert key_of(*topic_partition(k)) == k
-    assert topic_partition(5) == ("jepka-t2", 1)
-    assert topics([0, 1, 5]) == ["jepka-t0", "jepka-t2"]
+        assert keys.key_of(*keys.topic_partition(k)) == k
+    assert keys.topic_partition(5) == ("jepka-t2", 1)
+    assert keys.topics([0, 1, 5]) == ["jepka-t0", "jepka-t2"]
     assert all_keys(5) == [0, 1, 2, 3, 4, 5]
-    assert key_map(2) == {"0": ["jepka-t0", 0], "1": ["jepka-t0", 1]}
+    assert keys.key_map(2) == {"0": ["jepka-t0", 0], "1": ["jepka-t0", 1]}
+
+
+def test_a_run_of_its_own_names_its_own_topics() -> None:
+    own = KeyMap("jepka-1a2b3c4d-t")
+    assert own.topic_partition(5) == ("jepka-1a2b3c4d-t2", 1)
+    assert own.key_of("jepka-1a2b3c4d-t2", 1) == 5
+    with pytest.raises(ValueError, match="not a jepka key"):
+        own.key_of("jepka-t2", 1)  # an earlier run's topic is not this run's key
 
 
 def test_foreign_topic_is_rejected() -> None:
-    import pytest
-
     with pytest.raises(ValueError, match="not a jepka key"):
-        key_of("orders", 0)
+        KeyMap().key_of("orders", 0)
 
 
 def ops_for(seed: int, n: int = 400, **kw: object) -> list[dict]:

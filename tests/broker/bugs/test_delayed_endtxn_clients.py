@@ -30,7 +30,7 @@ from tests.eventually import eventually
 from tests.nemesis.probes import netns_available
 from workloads.client import ClientConfig, create_topics
 from workloads.handles import Clients
-from workloads.keys import topic_partition
+from workloads.keys import KeyMap
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.integration, pytest.mark.broker]
 
@@ -40,7 +40,7 @@ HEAL_AFTER_S = 5.0
 
 def read_committed(config: ClientConfig, key: int) -> list[bytes]:
     """Every value a read_committed consumer sees on the key, to the end."""
-    topic, partition = topic_partition(key)
+    topic, partition = KeyMap().topic_partition(key)
     values: list[bytes] = []
     with Clients() as clients:
         consumer = clients.consumer({**config.consumer_conf(), "group.id": f"g-{uuid.uuid4().hex}"})
@@ -63,7 +63,7 @@ def staging_key(roles: KafkaRoles, txn_id: str, timeout: float = 30) -> tuple[in
     def lookup() -> tuple[int, str]:
         coordinator = roles.coordinator("transaction", txn_id)
         for key in KEYS:
-            leader = roles.leader(*topic_partition(key))
+            leader = roles.leader(*KeyMap().topic_partition(key))
             if leader != coordinator:
                 return key, leader
         raise RoleLookupError(f"{coordinator} coordinates {txn_id} and leads every key")
@@ -77,7 +77,7 @@ def abort_across_a_cut(config: ClientConfig, ctx: NemesisContext, key: int, lead
     """Commits "before", sends "aborted" while the key's leader is cut off from
     the clients and aborts it (the heal comes HEAL_AFTER_S after the send),
     then commits "after"."""
-    topic, partition = topic_partition(key)
+    topic, partition = KeyMap().topic_partition(key)
     with Clients() as clients:  # no client may reconnect once the cluster is gone
         producer = clients.producer(config.producer_conf("staged"))
         producer.init_transactions(config.op_timeout_s)

@@ -1,0 +1,24 @@
+"""What every librdkafka client of a run is configured with."""
+
+from __future__ import annotations
+
+from workloads.client import ClientConfig
+from workloads.keys import KeyMap
+
+
+def test_client_properties_reach_every_client_over_jepkas_own() -> None:
+    config = ClientConfig(
+        bootstrap="k1:9093",
+        keys=(0, 1),
+        transactional=True,
+        properties={"security.protocol": "SSL", "socket.timeout.ms": "9000"},
+    )
+    for conf in (config.producer_conf(7), config.consumer_conf(), config.admin_conf()):
+        assert conf["bootstrap.servers"] == "k1:9093"
+        assert conf["security.protocol"] == "SSL"
+        assert conf["socket.timeout.ms"] == "9000"
+    assert config.producer_conf(7)["transactional.id"] == "jepka-txn-7"
+
+
+def test_the_default_key_map_is_jepkas_fixed_topics() -> None:
+    assert ClientConfig("k1:9092", (0,)).key_map == KeyMap("jepka-t")
