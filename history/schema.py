@@ -1,6 +1,6 @@
 """The flattened history table: one row per micro-op element, the form the
-Spark analyses scan. Column meanings are documented in README ("History
-formats") and in :mod:`history.flatten`."""
+Spark analyses scan. Column meanings are documented in docs/histories.md
+and in :mod:`history.flatten`."""
 
 from __future__ import annotations
 
