@@ -6,7 +6,8 @@ One AlterPartition is in flight at a time, carrying every partition's pending ch
 each built from the committed metadata image (leader epoch, partition epoch, ISR);
 the new ISR takes effect only when the controller's record comes back through the
 metadata log, so the HW keeps counting a follower being removed until the removal is
-committed."""
+committed, and counts a follower being added from the proposal on (the partition's
+``joining``); an expansion the controller refuses or does not answer ends there."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from broker.errors import ErrorCode
 from broker.replication import controller_apis as apis
 from broker.replication.controller_channel import ControllerUnavailable
 from broker.replication.partition import ReplicatedPartition
@@ -25,6 +27,8 @@ TopicPartition = tuple[str, int]
 
 
 IsrChange = Callable[[tuple[int, ...]], tuple[int, ...]]
+#: a queued change: its partition, the change, and the follower it adds (if any)
+Proposal = tuple[ReplicatedPartition, IsrChange, int | None]
 
 
 def _without(out: set[int]) -> IsrChange:
@@ -49,13 +53,16 @@ class IsrManager:
         self.broker_epoch = broker_epoch
         self.call_controller = call_controller
         self.lag_ms = lag_ms
-        self._pending: dict[TopicPartition, tuple[ReplicatedPartition, IsrChange]] = {}
+        self._pending: dict[TopicPartition, Proposal] = {}
         self._inflight: set[TopicPartition] = set()
         self._sender: asyncio.Task[None] | None = None
 
-    def expand(self, partition: ReplicatedPartition, replica: int) -> None:
-        """``replica`` caught up: propose it back into the ISR."""
-        self._propose(partition, lambda isr: isr if replica in isr else (*isr, replica))
+    def expand(self, partition: ReplicatedPartition, replica: int) -> bool:
+        """``replica`` caught up: proposes it back into the ISR; False when another
+        change of the partition is queued or in flight (it is proposed again later)."""
+        return self._propose(
+            partition, lambda isr: isr if replica in isr else (*isr, replica), replica
+        )
 
     def shrink_lagging(self) -> None:
         """Proposes, for every partition led here, an ISR without its lagging followers."""
@@ -63,7 +70,7 @@ class IsrManager:
             if isinstance(partition, ReplicatedPartition):
                 lagging = set(partition.lagging(self.lag_ms))
                 if lagging:
-                    self._propose(partition, _without(lagging))
+                    self._propose(partition, _without(lagging), None)
 
     async def run(self) -> None:
         """Checks for lagging followers every half lag time (as Kafka does)."""
@@ -74,16 +81,20 @@ class IsrManager:
             except Exception:  # a bug here must not end the checks
                 log.exception("ISR shrink check failed")
 
-    def _propose(self, partition: ReplicatedPartition, change: IsrChange) -> None:
-        """Queues a change; one AlterPartition is in flight at a time, and it carries
-        every change queued meanwhile (a restarted follower catching up on all its
-        partitions costs one metadata commit, not one per partition)."""
+    def _propose(
+        self, partition: ReplicatedPartition, change: IsrChange, adding: int | None
+    ) -> bool:
+        """Queues a change (one per partition); one AlterPartition is in flight at a
+        time, and it carries every change queued meanwhile (a restarted follower
+        catching up on all its partitions costs one metadata commit, not one per
+        partition). Returns whether the change was queued."""
         tp = (partition.topic, partition.index)
         if tp in self._pending or tp in self._inflight:
-            return
-        self._pending[tp] = (partition, change)
+            return False
+        self._pending[tp] = (partition, change, adding)
         if self._sender is None or self._sender.done():
             self._sender = asyncio.get_running_loop().create_task(self._send_pending())
+        return True
 
     async def _send_pending(self) -> None:
         while self._pending:
@@ -94,22 +105,36 @@ class IsrManager:
             finally:
                 self._inflight = set()
 
-    async def _alter(self, changes: list[tuple[ReplicatedPartition, IsrChange]]) -> None:
+    def _item(
+        self, image: Any, partition: ReplicatedPartition, change: IsrChange
+    ) -> apis.IsrItem | None:
+        """The change as asked of the controller, from the committed image; None
+        when there is nothing to ask (led elsewhere now, or the ISR is already so)."""
+        topic = image.topic(partition.topic)
+        reg = None if topic is None else topic.partitions.get(partition.index)
+        if topic is None or reg is None or reg.leader != self.node_id:
+            return None
+        isr = tuple(reg.isr)
+        new_isr = change(isr)
+        if new_isr == isr:
+            return None
+        return apis.IsrItem(
+            partition.topic, topic.topic_id, partition.index, reg.leader_epoch,
+            reg.partition_epoch, isr, new_isr,
+        )  # fmt: skip
+
+    async def _alter(self, changes: list[Proposal]) -> None:
         image = self.image()
         items: list[apis.IsrItem] = []
-        for partition, change in changes:
-            topic = image.topic(partition.topic)
-            reg = None if topic is None else topic.partitions.get(partition.index)
-            if topic is None or reg is None or reg.leader != self.node_id:
-                continue
-            new_isr = change(tuple(reg.isr))
-            if new_isr != tuple(reg.isr):
-                items.append(
-                    apis.IsrItem(
-                        partition.topic, topic.topic_id, partition.index, reg.leader_epoch,
-                        reg.partition_epoch, tuple(reg.isr), new_isr,
-                    )
-                )  # fmt: skip
+        adding: dict[TopicPartition, tuple[ReplicatedPartition, int]] = {}
+        for partition, change, added in changes:
+            item = self._item(image, partition, change)
+            if item is not None:
+                items.append(item)
+            if added is not None and item is None:  # led elsewhere, or in the ISR already
+                partition.expansion_ended(added)
+            elif added is not None and item is not None:
+                adding[(item.topic_id, item.partition)] = (partition, added)
         if not items:
             return
         request = apis.alter_partition_request(self.node_id, self.broker_epoch(), items)
@@ -118,6 +143,8 @@ class IsrManager:
         except ControllerUnavailable as e:
             for item in items:
                 log.info("ISR change of %s to %s: %s", item.name, list(item.new_isr), e)
+            for partition, added in adding.values():
+                partition.expansion_ended(added)
             return
         codes = {
             (t.topic_id, p.partition_index): p.error_code
@@ -127,6 +154,9 @@ class IsrManager:
         for item in items:
             code = codes.get((uuid.UUID(item.topic_id), item.partition))
             outcome = "no answer" if code is None else code.name
+            expansion = adding.get((item.topic_id, item.partition))
+            if expansion is not None and code != ErrorCode.none:
+                expansion[0].expansion_ended(expansion[1])
             log.info(
                 "ISR change of %s from %s to %s: %s",
                 item.name, list(item.isr), list(item.new_isr), outcome,

@@ -11,6 +11,12 @@ time since the follower last fetched from the LEO, or from the LEO as it was at 
 previous fetch), and to put back a follower that has caught up (LEO at or past the
 HW and the start of the current leader epoch) through ``on_caught_up``.
 
+A follower proposed for the ISR counts for the HW from the proposal on, until the
+controller's decision is known (Kafka's "maximal ISR"): were it left out, the HW
+could pass its log end while the controller commits it into the ISR, and once
+there it could be elected leader without records the producers were told were
+committed.
+
 A replica starts from its checkpointed HW (``replication-offset-checkpoint``), not
 its log end; a new leader whose HW is still below where its epoch began answers
 ListOffsets for the latest offset with the retriable OFFSET_NOT_AVAILABLE (KIP-207)
@@ -31,8 +37,9 @@ from broker.server.topics import PartitionAssignment
 UNKNOWN = -1
 ACK_TIMEOUT_S = 30.0  # librdkafka's default request.timeout.ms
 
-CaughtUp = Callable[["ReplicatedPartition", int], None]
-"""``(partition, replica)``: a follower outside the ISR caught up with its leader."""
+CaughtUp = Callable[["ReplicatedPartition", int], bool]
+"""``(partition, replica)``: a follower outside the ISR caught up with its leader;
+returns whether its ISR expansion was proposed to the controller."""
 
 
 class ReplicatedPartition(Partition):
@@ -54,6 +61,8 @@ class ReplicatedPartition(Partition):
         self._last_fetch: dict[int, tuple[float, int]] = {}  # (time, leader LEO then)
         self.epoch_start_offset = log.next_offset
         self.on_caught_up = on_caught_up
+        #: followers proposed for the ISR, counted for the HW until the controller decides
+        self.joining: set[int] = set()
         self._acks: list[tuple[int, asyncio.Future[None]]] = []
         self._data_waiters: set[asyncio.Future[None]] = set()
         self.deposed = False  # led an earlier epoch, another replica leads now
@@ -75,6 +84,7 @@ class ReplicatedPartition(Partition):
         elif self.is_leader:
             self.deposed = True
         self.assignment = assignment
+        self.joining = set() if not self.is_leader else self.joining - set(assignment.isr)
         if became_leader:
             self._reset_followers()
         self.maybe_advance_hw()
@@ -92,6 +102,7 @@ class ReplicatedPartition(Partition):
         """A new leadership: followers' positions are unknown until they fetch again,
         and each counts as caught up now (the lag clock starts with the leadership)."""
         followers = [r for r in self.assignment.replicas if r != self.node_id]
+        self.joining = set()
         self.follower_leo = dict.fromkeys(followers, UNKNOWN)
         now = time.monotonic()
         self.caught_up_at = dict.fromkeys(followers, now)
@@ -101,12 +112,13 @@ class ReplicatedPartition(Partition):
             self.log.epochs.assign(self.leader_epoch, self.epoch_start_offset)
 
     def maybe_advance_hw(self) -> None:
-        """HW = min LEO over the ISR (the leader's own LEO included), once known."""
+        """HW = min LEO over the maximal ISR (the ISR, the followers joining it and
+        the leader's own LEO), once known."""
         self._notify_data()
         if not self.is_leader:
             return
         leos = [self.log.next_offset]
-        for replica in self.assignment.isr:
+        for replica in {*self.assignment.isr, *self.joining}:
             if replica != self.node_id:
                 leos.append(self.follower_leo.get(replica, UNKNOWN))
         if UNKNOWN in leos:
@@ -134,8 +146,17 @@ class ReplicatedPartition(Partition):
         leo = self.follower_leo[replica] = min(fetch_offset, leader_leo)
         self.maybe_advance_hw()
         caught_up = leo >= self.high_watermark and leo >= self.epoch_start_offset
-        if caught_up and replica not in self.assignment.isr and self.on_caught_up is not None:
-            self.on_caught_up(self, replica)  # ISR expansion, through the controller
+        outside = replica not in self.assignment.isr and replica not in self.joining
+        propose = self.on_caught_up
+        if caught_up and outside and propose is not None and propose(self, replica):
+            self.joining.add(replica)  # proposed to the controller
+
+    def expansion_ended(self, replica: int) -> None:
+        """The controller refused ``replica``'s ISR expansion or did not answer:
+        the HW counts the ISR alone again (the follower is proposed anew once it
+        fetches caught up)."""
+        self.joining.discard(replica)
+        self.maybe_advance_hw()
 
     def lagging(self, lag_ms: int, now: float | None = None) -> list[int]:
         """ISR followers not caught up to the LEO for more than ``lag_ms``: the leader

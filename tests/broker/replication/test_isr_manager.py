@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -16,6 +17,7 @@ from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32
 
 from broker.replication.controller_apis import NO_THROTTLE
+from broker.replication.controller_channel import ControllerUnavailable
 from broker.replication.isr import IsrManager
 
 LEADER = 1
@@ -70,8 +72,19 @@ def sent(request: Any) -> list[tuple[str, int, tuple[int, ...], int]]:
     )
 
 
+class Part:
+    """A partition as the manager sees it, recording the expansions that ended."""
+
+    def __init__(self, topic: str, index: int) -> None:
+        self.topic, self.index = topic, index
+        self.ended: list[int] = []
+
+    def expansion_ended(self, replica: int) -> None:
+        self.ended.append(replica)
+
+
 def part(topic: str, index: int) -> Any:
-    return SimpleNamespace(topic=topic, index=index)
+    return Part(topic, index)
 
 
 def run_manager(scenario: Any, current: Any = None) -> list[Any]:
@@ -134,3 +147,45 @@ async def _expand_all(manager: IsrManager, gate: asyncio.Event) -> None:
         for index in range(3):
             manager.expand(part(topic, index), 2)
     gate.set()
+
+
+def test_an_expansion_with_nothing_to_ask_ends_at_once() -> None:
+    parts = [part("a", 0), part("c", 0)]
+
+    async def scenario(manager: IsrManager, gate: asyncio.Event) -> None:
+        assert manager.expand(parts[0], 3)  # already in the ISR
+        assert manager.expand(parts[1], 2)  # unknown topic
+        gate.set()
+
+    assert run_manager(scenario) == []
+    assert [p.ended for p in parts] == [[3], [2]]
+
+
+def test_an_expansion_the_controller_refuses_or_never_answers_ends() -> None:
+    for answer in ("refused", "unavailable", "accepted"):
+        parts = [part("a", 0), part("a", 1)]
+
+        async def main(answer: str = answer, parts: list[Any] = parts) -> None:
+            async def call_controller(request: Any, _timeout: float) -> Any:
+                if answer == "unavailable":
+                    raise ControllerUnavailable("no controller")
+                response = echo(request)
+                if answer == "accepted":
+                    return response
+                refused = [
+                    replace(t, partitions=tuple(
+                        replace(p, error_code=ErrorCode.fenced_leader_epoch) for p in t.partitions
+                    ))
+                    for t in response.topics
+                ]  # fmt: skip
+                return replace(response, topics=tuple(refused))
+
+            manager = IsrManager(LEADER, {}, image, lambda: 7, call_controller, 10_000)
+            assert manager.expand(parts[0], 2)
+            assert not manager.expand(parts[0], 2)  # one change per partition at a time
+            manager._propose(parts[1], lambda isr: isr[:1], None)  # a shrink ends nothing
+            while manager._sender is not None and not manager._sender.done():
+                await asyncio.sleep(0)
+
+        asyncio.run(main())
+        assert [p.ended for p in parts] == ([[], []] if answer == "accepted" else [[2], []])

@@ -166,3 +166,47 @@ def test_a_new_leader_below_its_epoch_start_has_no_latest_offset(
     follower.update_follower(2, 3)
     follower.update_follower(3, 3)
     assert lookup(follower, LATEST, False) == (3, -1)
+
+
+def test_a_follower_joining_the_isr_holds_the_hw_until_the_controller_decides(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    """Kafka's maximal ISR: from the moment the leader proposes a caught-up
+    follower for the ISR, the HW counts it. Otherwise the HW could pass the
+    follower's log end while the controller commits it into the ISR, and it
+    could then be elected without records acknowledged as committed."""
+    leader = replica(tmp_path, ledger, 1)
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2]))  # 3 is out
+    proposed: list[int] = []
+    leader.on_caught_up = lambda _partition, r: proposed.append(r) is None
+    leader.log.append(bytearray(make_batch([b"a", b"b"])), 0)
+    leader.update_follower(2, 2)
+    leader.update_follower(3, 2)  # caught up with the HW: proposed for the ISR
+    assert proposed == [3] and leader.joining == {3} and leader.high_watermark == 2
+    leader.log.append(bytearray(make_batch([b"c", b"d"])), 0)
+    leader.update_follower(2, 4)
+    assert leader.high_watermark == 2  # 3 is joining: its log end holds the HW
+    leader.update_follower(3, 3)
+    assert leader.high_watermark == 3 and proposed == [3]  # proposed once
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2, 3]))  # committed
+    assert leader.joining == set()
+    leader.update_follower(3, 4)
+    assert leader.high_watermark == 4
+
+
+def test_a_refused_expansion_lets_the_hw_count_the_isr_alone(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    leader = replica(tmp_path, ledger, 1)
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2]))
+    leader.on_caught_up = lambda _partition, _r: True
+    leader.log.append(bytearray(make_batch([b"a", b"b"])), 0)
+    leader.update_follower(2, 2)
+    leader.update_follower(3, 2)
+    leader.log.append(bytearray(make_batch([b"c"])), 0)
+    leader.update_follower(2, 3)
+    assert leader.high_watermark == 2
+    leader.expansion_ended(3)  # the controller said no (or never answered)
+    assert leader.joining == set() and leader.high_watermark == 3
+    leader.reassign(PartitionAssignment([1, 2, 3], 2, 1, [1, 2]))  # deposed
+    assert leader.joining == set()
