@@ -15,7 +15,9 @@ A follower proposed for the ISR counts for the HW from the proposal on, until th
 controller's decision is known (Kafka's "maximal ISR"): were it left out, the HW
 could pass its log end while the controller commits it into the ISR, and once
 there it could be elected leader without records the producers were told were
-committed.
+committed. Nor does the HW move while the ISR is smaller than min.insync.replicas
+(capped at the replica count), as in Kafka 3.7 and later: no consumer reads a
+record whose producer was told NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 
 A replica starts from its checkpointed HW (``replication-offset-checkpoint``), not
 its log end; a new leader whose HW is still below where its epoch began answers
@@ -113,9 +115,10 @@ class ReplicatedPartition(Partition):
 
     def maybe_advance_hw(self) -> None:
         """HW = min LEO over the maximal ISR (the ISR, the followers joining it and
-        the leader's own LEO), once known."""
+        the leader's own LEO), once known, and only while the ISR is not under
+        its minimum."""
         self._notify_data()
-        if not self.is_leader:
+        if not self.is_leader or self.under_min_isr:
             return
         leos = [self.log.next_offset]
         for replica in {*self.assignment.isr, *self.joining}:
@@ -124,6 +127,13 @@ class ReplicatedPartition(Partition):
         if UNKNOWN in leos:
             return
         self._set_hw(min(leos))
+
+    @property
+    def under_min_isr(self) -> bool:
+        """The committed ISR is smaller than min.insync.replicas, or than the
+        replica count when that is smaller (Kafka's effective min ISR)."""
+        minimum = min(self.log.config["min.insync.replicas"], len(self.assignment.replicas))
+        return len(self.assignment.isr) < minimum
 
     def fetch_upper(self, read_committed: bool) -> int:
         if bugs.active("read-above-hw"):  # the log end, not the HW (the LSO still applies)
