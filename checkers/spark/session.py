@@ -14,6 +14,7 @@ import ctypes
 import gc
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -24,7 +25,8 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyspark
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
@@ -80,48 +82,84 @@ def _java_options() -> str:
 _pending: dict[str, Future[SparkSession]] = {}
 
 
+def _settings(master: str) -> dict[str, str]:
+    settings = {
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.adaptive.enabled": "true",
+        # All case finders run as one job, whose broadcasts wait for task
+        # slots behind its shuffles; on a busy machine that exceeds the
+        # default 300 s and would fail the check.
+        "spark.sql.broadcastTimeout": "3600",
+        "spark.driver.memory": os.environ.get("JEPKA_SPARK_DRIVER_MEMORY", "3g"),
+        "spark.driver.extraJavaOptions": _java_options(),
+        # Even with the UI off, the status store keeps the last 1000 jobs,
+        # stages and SQL executions (plan graphs, task metrics); a long-lived
+        # session (a suite, the test runner) runs thousands of small jobs.
+        # A phase counts only its own jobs (the largest runs about 110).
+        "spark.ui.retainedJobs": str(RETAINED_JOBS),
+        "spark.ui.retainedStages": str(RETAINED_JOBS),
+        "spark.ui.retainedTasks": "1000",
+        "spark.sql.ui.retainedExecutions": "20",
+    }
+    if master.startswith("local"):
+        settings.update(
+            {
+                "spark.sql.shuffle.partitions": str(LOCAL_SHUFFLE_PARTITIONS),
+                "spark.default.parallelism": str(LOCAL_SHUFFLE_PARTITIONS),
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.driver.host": "127.0.0.1",
+            }
+        )
+    return settings
+
+
 def _build(master: str) -> SparkSession:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     # The per-key analyses run in Python workers, which need this
     # interpreter's packages (numpy, pyarrow and jepka's own).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    local = master.startswith("local")
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("jepka-check")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.adaptive.enabled", "true")
-        # All case finders run as one job, whose broadcasts wait for task
-        # slots behind its shuffles; on a busy machine that exceeds the
-        # default 300 s and would fail the check.
-        .config("spark.sql.broadcastTimeout", "3600")
-        .config("spark.driver.memory", os.environ.get("JEPKA_SPARK_DRIVER_MEMORY", "3g"))
-        .config("spark.driver.extraJavaOptions", _java_options())
-        # Even with the UI off, the status store keeps the last 1000 jobs,
-        # stages and SQL executions (plan graphs, task metrics); a long-lived
-        # session (a suite, the test runner) runs thousands of small jobs.
-        # A phase counts only its own jobs (the largest runs about 110).
-        .config("spark.ui.retainedJobs", str(RETAINED_JOBS))
-        .config("spark.ui.retainedStages", str(RETAINED_JOBS))
-        .config("spark.ui.retainedTasks", "1000")
-        .config("spark.sql.ui.retainedExecutions", "20")
-    )
-    if local:
-        builder = (
-            builder.config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
-            .config("spark.default.parallelism", str(LOCAL_SHUFFLE_PARTITIONS))
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
-        )
-    session = builder.getOrCreate()
+    conf = SparkConf().setMaster(master).setAppName("jepka-check").setAll(_settings(master).items())
+    if SparkContext._gateway is None and not os.environ.get(VERBOSE_ENV):
+        _start_jvm_quietly(conf)
+    session = SparkSession.builder.config(conf=conf).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     log.info("spark session up on %s", master)
     return session
+
+
+#: what Java and Spark print on every start, which says nothing about a check
+STARTUP_NOISE = re.compile(
+    r"WARNING: Using incubator modules|Using Spark's default log4j profile"
+    r"|Setting default log level to|To adjust logging level use sc.setLogLevel"
+    r"|WARN NativeCodeLoader: Unable to load native-hadoop"
+)
+#: set (``jepka --verbose``) to see the JVM's start-up lines as they come
+VERBOSE_ENV = "JEPKA_VERBOSE"
+
+
+def _start_jvm_quietly(conf: SparkConf) -> None:
+    """Launches the JVM with its stderr through a filter that drops
+    ``STARTUP_NOISE`` and passes every other line on, then its context."""
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    stream = gateway.proc.stderr
+    threading.Thread(
+        target=filter_jvm_stderr, args=(stream,), name="jvm-stderr", daemon=True
+    ).start()
+    SparkContext(conf=conf, gateway=gateway)
+
+
+def filter_jvm_stderr(stream: Any) -> None:
+    """Copies the JVM's stderr lines to ours, but for ``STARTUP_NOISE``."""
+    for line in iter(stream.readline, b""):
+        text = line.decode(errors="replace")
+        if not STARTUP_NOISE.search(text):
+            sys.stderr.write(text)
+            sys.stderr.flush()
 
 
 def in_background(fn: Callable[..., T], *args: Any, name: str) -> Future[T]:

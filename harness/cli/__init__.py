@@ -61,6 +61,11 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="jepka", description=describe(__doc__))
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="log what jepka does, and show what Java and Spark print as they start",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
     for name in COMMAND_MODULES:
@@ -71,8 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs one subcommand and returns its exit code; never lets a traceback out
     unless ``JEPKA_DEBUG`` is set."""
-    logging.basicConfig(level=os.environ.get("JEPKA_LOG_LEVEL", "WARNING"))
     args = build_parser().parse_args(argv)
+    level = "INFO" if args.verbose else os.environ.get("JEPKA_LOG_LEVEL", "WARNING")
+    logging.basicConfig(level=level)
+    if args.verbose:
+        from checkers.spark.session import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"
     try:
         return int(args.run(args))
     except UsageError as e:

@@ -7,6 +7,7 @@ own."""
 from __future__ import annotations
 
 import gc
+import io
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from py4j.java_gateway import JavaObject
 from pyspark.sql import SparkSession
 
 from checkers.analyze import check
+from checkers.spark.session import STARTUP_NOISE, filter_jvm_stderr
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -43,6 +45,20 @@ SCRIPT = textwrap.dedent(
 def test_a_dead_jvm_is_replaced_by_a_new_session() -> None:
     done = run_child(SCRIPT)
     assert done.stdout.split("\n")[:2] == ["first 5", "second 7 True"], done.stdout
+    assert not STARTUP_NOISE.search(done.stderr), done.stderr  # both JVMs started quietly
+
+
+def test_the_jvms_stderr_passes_on_all_but_its_start_up_noise(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    jvm = io.BytesIO(
+        b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+        b"Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties\n"
+        b"26/11/26 03:37:19 WARN NativeCodeLoader: Unable to load native-hadoop library\n"
+        b"26/11/26 03:40:00 ERROR Executor: Exception in task 0.0\n"
+    )
+    filter_jvm_stderr(jvm)
+    assert capsys.readouterr().err == "26/11/26 03:40:00 ERROR Executor: Exception in task 0.0\n"
 
 
 # Spark stops its context from one of its own threads (as when an out-of-memory
