@@ -63,9 +63,12 @@ class ClusterSpec:
     kafka_home: str | None = None
     port: int = 9092
     hosts: tuple[str, ...] = ()
-    ssh_user: str = "root"
-    ssh_port: int = 22
+    #: None: from the ssh config file, else OpenSSH's default (root, 22)
+    ssh_user: str | None = None
+    ssh_port: int | None = None
     ssh_key: str | None = None
+    ssh_config: str = "~/.ssh/config"
+    ssh_check_host_keys: bool = True
     node_root: str | None = None
     compose_file: str | None = None
     #: reference brokers form one combined-mode cluster (False: independent
@@ -165,7 +168,13 @@ def make_backend(spec: ClusterSpec, work_dir: Path, build_image: bool = False) -
         )
     from control.backends.ssh import SshBackend, SshConfig  # paramiko only when needed
 
-    config = SshConfig(spec.ssh_user, spec.ssh_port, spec.ssh_key)
+    config = SshConfig(
+        spec.ssh_user,
+        spec.ssh_port,
+        spec.ssh_key,
+        check_host_keys=spec.ssh_check_host_keys,
+        config_file=spec.ssh_config,
+    )
     return SshBackend(spec.hosts, config, spec.node_root or "/var/lib/jepka", str(work_dir))
 
 

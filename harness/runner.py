@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import generator as gen
+from harness.cluster import Cluster, ClusterSpec
 from harness.interpreter import Counts, Interpreter, Outcome
 from harness.protocols import NoopNemesis, ValidatingClient, ValidatingNemesis
 from harness.spec import SpecError, TestSpec
@@ -76,21 +77,13 @@ class FaultTracker:
             self.state.faults.pop(self.stops[f], None)
 
 
-@contextmanager
-def cluster_phase(spec: TestSpec, run_dir: RunDir, state: RunState) -> Iterator[Any]:
-    """The cluster (None when ``--bootstrap`` names an existing one); torn
-    down in ``finally`` after its logs are copied into ``nodes/``."""
-    if spec.bootstrap:
-        yield None
-        return
-    from harness.cluster import Cluster, ClusterSpec
-
-    state.phase = "starting cluster"
+def cluster_spec(spec: TestSpec) -> ClusterSpec:
+    """The cluster a test starts: its nodes, broker and where they run."""
     overrides = {"min.insync.replicas": str(spec.min_isr)}
     if spec.db == "reference":  # same seed, same replica placement (Kafka's is random)
         overrides["replica.placement.seed"] = str(spec.seed)
     overrides.update(spec.broker_settings)
-    cspec = ClusterSpec(
+    return ClusterSpec(
         name=f"jt{os.getpid()}",
         backend=spec.cluster,
         nodes=spec.nodes,
@@ -98,9 +91,24 @@ def cluster_phase(spec: TestSpec, run_dir: RunDir, state: RunState) -> Iterator[
         bugs=tuple(spec.bug),
         broker_overrides=overrides,
         hosts=tuple(spec.hosts),
+        ssh_user=spec.ssh_user or None,
+        ssh_key=spec.ssh_key or None,
+        ssh_port=spec.ssh_port or None,
+        ssh_config=spec.ssh_config,
+        ssh_check_host_keys=spec.ssh_check_host_keys,
         kafka_home=spec.kafka_home or None,
     )
-    cluster = Cluster.up(cspec, store=spec.store)
+
+
+@contextmanager
+def cluster_phase(spec: TestSpec, run_dir: RunDir, state: RunState) -> Iterator[Any]:
+    """The cluster (None when ``--bootstrap`` names an existing one); torn
+    down in ``finally`` after its logs are copied into ``nodes/``."""
+    if spec.bootstrap:
+        yield None
+        return
+    state.phase = "starting cluster"
+    cluster = Cluster.up(cluster_spec(spec), store=spec.store)
     try:
         yield cluster
     finally:

@@ -159,6 +159,19 @@ OPTIONS: tuple[Option, ...] = (
         "librdkafka properties file (key=value lines) for every client: SASL, TLS, timeouts",
     ),
     Option("hosts", str, [], "machines for --cluster ssh, comma-separated", is_list=True),
+    Option("ssh_user", str, "", "login on the hosts", derived="the ssh config's, else root"),
+    Option("ssh_key", str, "", "private key file", derived="the ssh config's, the agent, ~/.ssh"),
+    Option(
+        "ssh_port",
+        int,
+        0,
+        "port of the hosts' sshd",
+        minimum=0,
+        maximum=65535,
+        derived="the ssh config's, else 22",
+    ),
+    Option("ssh_config", str, "~/.ssh/config", "OpenSSH client config file to read"),
+    Option("ssh_check_host_keys", _bool, True, "refuse hosts whose key is not in known_hosts"),
     Option("kafka_home", str, "", "Apache Kafka's install directory on each node (--db kafka)"),
 )
 BY_NAME = {name: o for o in OPTIONS for name in (o.name, *o.aliases)}
@@ -207,6 +220,11 @@ class TestSpec:
     bootstrap: str
     client_config: str
     hosts: tuple[str, ...]
+    ssh_user: str
+    ssh_key: str
+    ssh_port: int
+    ssh_config: str
+    ssh_check_host_keys: bool
     kafka_home: str
 
     @property

@@ -1,6 +1,9 @@
 """The `ssh` backend: real hosts over SSH with paramiko (Jepsen's control).
 
-Authenticates with a key file or the SSH agent; runs every line through
+Reads the OpenSSH client config (``~/.ssh/config``) for whatever is not
+given, ProxyJump and ProxyCommand included; checks each host's key against
+known_hosts unless told not to; authenticates with a key file or the SSH
+agent; runs every line through
 `sudo -n sh -c` unless logged in as root; copies files over SFTP (through a
 temporary file and `mv` when sudo is needed). Every command and its exit
 status go to a per-node log, so a failed run can be traced host by host.
@@ -14,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import paramiko
@@ -27,21 +30,77 @@ CONNECT_ATTEMPTS = 4
 
 @dataclass(frozen=True, slots=True)
 class SshConfig:
-    user: str = "root"
-    port: int = 22
+    """How to reach the hosts; what is not given here comes from the OpenSSH
+    client config file (``Host`` blocks: HostName, User, Port, IdentityFile,
+    UserKnownHostsFile, ProxyJump, ProxyCommand), then OpenSSH's defaults."""
+
+    user: str | None = None
+    port: int | None = None
     key_file: str | None = None
     connect_timeout: float = 10.0
-    strict_host_keys: bool = False
+    #: refuse hosts whose key is not in known_hosts (OpenSSH's default); off
+    #: accepts any key, as on throwaway test machines
+    check_host_keys: bool = True
+    config_file: str = "~/.ssh/config"
+
+    def target(self, host: str) -> Target:
+        """Where and as whom to connect for ``host``."""
+        path = os.path.expanduser(self.config_file)
+        try:
+            entry = paramiko.SSHConfig.from_path(path).lookup(host) if os.path.exists(path) else {}
+        except (OSError, paramiko.SSHException, ValueError) as e:
+            raise ClusterError(f"{path}: not a readable ssh config: {e}") from None
+        files = entry.get("userknownhostsfile", "")
+        return Target(
+            hostname=entry.get("hostname", host),
+            user=self.user or entry.get("user") or "root",
+            port=self.port or int(entry.get("port", 22)),
+            key_files=tuple([self.key_file] if self.key_file else entry.get("identityfile", [])),
+            known_hosts=tuple(os.path.expanduser(f) for f in files.split()),
+            proxy_jump=entry.get("proxyjump") if entry.get("proxyjump", "none") != "none" else None,
+            proxy_command=entry.get("proxycommand")
+            if entry.get("proxycommand", "none") != "none"
+            else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One host as the ssh config resolves it."""
+
+    hostname: str
+    user: str
+    port: int
+    key_files: tuple[str, ...]
+    known_hosts: tuple[str, ...]
+    proxy_jump: str | None
+    proxy_command: str | None
+
+
+class _UnknownHostKey(paramiko.MissingHostKeyPolicy):
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: Any) -> None:
+        raise ClusterError(
+            f"{hostname}: its host key is not in known_hosts; add it (ssh-keyscan "
+            f"{hostname} >> ~/.ssh/known_hosts) or turn checking off "
+            "(--no-ssh-check-host-keys)"
+        )
 
 
 class SshRemote:
     """One SSH connection to one host, opened on first use."""
 
-    def __init__(self, host: str, config: SshConfig, log_path: str | None = None) -> None:
+    def __init__(
+        self, host: str, config: SshConfig, log_path: str | None = None, via: str | None = None
+    ) -> None:
+        """``via`` (``[user@]host[:port],...``) overrides the config's ProxyJump."""
         self.host = host
         self.config = config
+        self.target = config.target(host)
+        if via is not None:
+            self.target = replace(self.target, proxy_jump=via, proxy_command=None)
         self.log_path = log_path
         self._client: paramiko.SSHClient | None = None
+        self._jump: SshRemote | None = None
         self._lock = threading.Lock()
 
     def _connect(self) -> paramiko.SSHClient:
@@ -55,21 +114,9 @@ class SshRemote:
             for attempt in range(CONNECT_ATTEMPTS):
                 if self._client is not None:
                     break
-                client = paramiko.SSHClient()
-                client.load_system_host_keys()
-                if not self.config.strict_host_keys:
-                    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+                client = self._new_client()
                 try:
-                    client.connect(
-                        self.host,
-                        port=self.config.port,
-                        username=self.config.user,
-                        key_filename=self.config.key_file,
-                        allow_agent=self.config.key_file is None,
-                        look_for_keys=self.config.key_file is None,
-                        timeout=self.config.connect_timeout,
-                        banner_timeout=self.config.connect_timeout,
-                    )
+                    self._open(client)
                 except paramiko.AuthenticationException:
                     raise
                 except (OSError, paramiko.SSHException):
@@ -82,9 +129,52 @@ class SshRemote:
             assert self._client is not None
             return self._client
 
+    def _new_client(self) -> paramiko.SSHClient:
+        client = paramiko.SSHClient()
+        client.load_system_host_keys()
+        for path in self.target.known_hosts:
+            if os.path.exists(path):
+                client.load_host_keys(path)
+        policy = _UnknownHostKey() if self.config.check_host_keys else paramiko.AutoAddPolicy()
+        client.set_missing_host_key_policy(policy)
+        return client
+
+    def _open(self, client: paramiko.SSHClient) -> None:
+        t = self.target
+        keys = [os.path.expanduser(k) for k in t.key_files if os.path.exists(os.path.expanduser(k))]
+        client.connect(
+            t.hostname,
+            port=t.port,
+            username=t.user,
+            key_filename=keys or None,
+            allow_agent=not keys,
+            look_for_keys=not keys,
+            timeout=self.config.connect_timeout,
+            banner_timeout=self.config.connect_timeout,
+            sock=self._tunnel(),
+        )
+
+    def _tunnel(self) -> Any:
+        """A socket to the host through its ProxyJump host (itself resolved
+        through the config) or its ProxyCommand; None to connect directly."""
+        t = self.target
+        if t.proxy_jump:
+            if self._jump is None:  # the last hop, reached through the ones before it
+                *before, last = t.proxy_jump.split(",")
+                user, _, hostport = last.rpartition("@")
+                host, _, port = hostport.partition(":")
+                hop = replace(self.config, user=user or None, port=int(port) if port else None)
+                self._jump = SshRemote(host, hop, via=",".join(before) or None)
+            transport = self._jump._connect().get_transport()
+            assert transport is not None
+            return transport.open_channel("direct-tcpip", (t.hostname, t.port), ("127.0.0.1", 0))
+        if t.proxy_command:
+            return paramiko.ProxyCommand(t.proxy_command)
+        return None
+
     @property
     def sudo(self) -> bool:
-        return self.config.user != "root"
+        return self.target.user != "root"
 
     def _log(self, line: str, result: Result) -> None:
         if self.log_path:
@@ -141,6 +231,8 @@ class SshRemote:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+        if self._jump is not None:
+            self._jump.close()
 
 
 @dataclass(frozen=True)
@@ -165,16 +257,12 @@ class SshBackend:
         return {}
 
     def nodes(self, state: Mapping[str, Any]) -> list[Node]:
-        return [
-            Node(
-                name=f"n{i}",
-                address=host,
-                remote=SshRemote(host, self.config, os.path.join(self.log_dir, f"n{i}", "ssh.log")),
-                root=f"{self.root}/n{i}",
-                node_id=i,
-            )
-            for i, host in enumerate(self.hosts, 1)
-        ]
+        nodes = []
+        for i, host in enumerate(self.hosts, 1):
+            remote = SshRemote(host, self.config, os.path.join(self.log_dir, f"n{i}", "ssh.log"))
+            address = remote.target.hostname  # a config alias resolved: clients connect there
+            nodes.append(Node(f"n{i}", address, remote, f"{self.root}/n{i}", i))
+        return nodes
 
     def client_address(self, state: Mapping[str, Any], nodes: list[Node]) -> str:
         remote = nodes[0].remote

@@ -38,8 +38,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--bug", action="append", default=[], help="broker bug to enable")
     parser.add_argument("--kafka-home", help="Kafka installation on each node (db kafka)")
     parser.add_argument("--hosts", help="comma-separated SSH hosts (backend ssh)")
-    parser.add_argument("--ssh-user", default="root")
-    parser.add_argument("--ssh-key", help="private key file (default: agent and ~/.ssh)")
+    parser.add_argument("--ssh-user", help="login on the hosts (default: the ssh config's, root)")
+    parser.add_argument("--ssh-key", help="private key file (default: the ssh config's, agent)")
+    parser.add_argument("--ssh-port", type=int, help="sshd port (default: the ssh config's, 22)")
+    parser.add_argument("--ssh-config", help="OpenSSH client config (default: ~/.ssh/config)")
+    parser.add_argument(
+        "--ssh-check-host-keys",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="refuse hosts whose key is not in known_hosts (default: on)",
+    )
     parser.add_argument("--json", action="store_true", help="status as one JSON array of clusters")
     parser.add_argument(
         "--build",
@@ -63,11 +71,17 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
     backend = args.cluster or data.get("backend", "local")
     data.update(backend=backend, name=args.name or data.get("name", backend))
     if not args.spec or args.cluster:
-        data.update(nodes=args.nodes, db=args.db, bugs=args.bug, ssh_user=args.ssh_user)
+        data.update(nodes=args.nodes, db=args.db, bugs=args.bug)
         if args.kafka_home:
             data["kafka_home"] = args.kafka_home
-        if args.ssh_key:
-            data["ssh_key"] = args.ssh_key
+        ssh = {
+            "ssh_user": args.ssh_user,
+            "ssh_key": args.ssh_key,
+            "ssh_port": args.ssh_port,
+            "ssh_config": args.ssh_config,
+            "ssh_check_host_keys": args.ssh_check_host_keys,
+        }
+        data.update({k: v for k, v in ssh.items() if v is not None})
         if args.hosts:
             data["hosts"] = [h for h in args.hosts.split(",") if h]
             data["nodes"] = len(data["hosts"])

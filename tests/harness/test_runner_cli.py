@@ -94,3 +94,23 @@ def test_live_display_shows_counts_and_faults() -> None:
     text = console.export_text()
     assert "queue-none (seed 4)" in text and "running" in text
     assert "7 / 2 / 1" in text and "start-partition majority" in text
+
+
+def test_ssh_settings_reach_the_backend() -> None:
+    from harness.cluster import make_backend
+    from harness.runner import cluster_spec
+
+    spec = parse(
+        *("--cluster", "ssh", "--hosts", "k1,k2,k3", "--ssh-user", "ubuntu"),
+        *("--ssh-port", "2222", "--ssh-config", "/etc/jepka/ssh_config"),
+        "--no-ssh-check-host-keys",
+    )
+    config = make_backend(cluster_spec(spec).validate(), Path(".")).config  # type: ignore[attr-defined]
+    assert (config.user, config.port, config.check_host_keys) == ("ubuntu", 2222, False)
+    assert config.config_file == "/etc/jepka/ssh_config"
+    defaults = cluster_spec(parse("--cluster", "ssh", "--hosts", "k1"))
+    assert (defaults.ssh_user, defaults.ssh_port, defaults.ssh_check_host_keys) == (
+        None,
+        None,
+        True,
+    )

@@ -9,6 +9,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -27,10 +28,19 @@ def wait_for_port(host: str, port: int, timeout: float = 20.0) -> None:
     eventually(connects, timeout, interval=0.1, retry_on=(OSError,), what=f"{host}:{port} listens")
 
 
+class SshHosts(NamedTuple):
+    hosts: list[str]
+    #: the private key every host accepts (root's and the sudo user's)
+    key: str
+    #: the harness's address as the hosts see it
+    gateway: str
+    #: an OpenSSH client config whose known_hosts holds every host's key
+    config: str
+
+
 @pytest.fixture(scope="module")
-def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[str], str, str]]:
-    """Three namespaces on a bridge, each running sshd; yields (hosts, key,
-    the harness address the hosts see)."""
+def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshHosts]:
+    """Three namespaces on a bridge, each running sshd with one host key."""
     reason = netns_available()
     if reason:
         pytest.skip(reason)
@@ -61,7 +71,12 @@ def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[s
                 daemons.append(subprocess.Popen(argv, stdout=log, stderr=log))
         for i in range(1, 4):
             wait_for_port(names.address(i), 22)
-        yield [names.address(i) for i in range(1, 4)], str(key), names.gateway
+        hosts = [names.address(i) for i in range(1, 4)]
+        host_key = " ".join((tmp_path / "host.pub").read_text().split()[:2])
+        (tmp_path / "known_hosts").write_text("".join(f"{h} {host_key}\n" for h in hosts))
+        config = tmp_path / "ssh_config"
+        config.write_text(f"Host *\n  UserKnownHostsFile {tmp_path}/known_hosts\n")
+        yield SshHosts(hosts, str(key), names.gateway, str(config))
     finally:
         for daemon in daemons:
             daemon.terminate()
@@ -70,7 +85,7 @@ def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[s
 
 
 @pytest.fixture(scope="module")
-def ssh_sudo_user(ssh_hosts: tuple[list[str], str, str]) -> Iterator[str]:
+def ssh_sudo_user(ssh_hosts: SshHosts) -> Iterator[str]:
     """A throwaway non-root login with passwordless sudo (the usual cloud-host
     setup), so the backend's sudo path runs for real; removed afterwards."""
     if not shutil.which("sudo") or not shutil.which("useradd"):
@@ -84,7 +99,7 @@ def ssh_sudo_user(ssh_hosts: tuple[list[str], str, str]) -> Iterator[str]:
     try:
         home = Path(f"~{user}").expanduser()
         (home / ".ssh").mkdir()
-        shutil.copy(f"{ssh_hosts[1]}.pub", home / ".ssh" / "authorized_keys")
+        shutil.copy(f"{ssh_hosts.key}.pub", home / ".ssh" / "authorized_keys")
         subprocess.run(["chown", "-R", f"{user}:", str(home / ".ssh")], check=True)
         sudoers.write_text(f"{user} ALL=(ALL) NOPASSWD: ALL\n")
         sudoers.chmod(0o440)

@@ -65,10 +65,11 @@ def node(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Node]:
         finally:
             subprocess.run(["docker", "rm", "-f", cid], check=False, capture_output=True)
     else:
-        hosts, key, _ = request.getfixturevalue("ssh_hosts")
-        config = SshConfig(key_file=key)
+        hosts, key, _, ssh_config = request.getfixturevalue("ssh_hosts")
+        config = SshConfig(key_file=key, config_file=ssh_config)
         if kind == "ssh-sudo":
-            config = SshConfig(user=request.getfixturevalue("ssh_sudo_user"), key_file=key)
+            user = request.getfixturevalue("ssh_sudo_user")
+            config = SshConfig(user=user, key_file=key, config_file=ssh_config)
         remote = SshRemote(hosts[0], config, str(tmp_path / "ssh.log"))
         try:
             yield Node("n1", hosts[0], remote, str(tmp_path / "root"), 1)
