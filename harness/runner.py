@@ -102,13 +102,18 @@ def cluster_spec(spec: TestSpec) -> ClusterSpec:
 
 @contextmanager
 def cluster_phase(spec: TestSpec, run_dir: RunDir, state: RunState) -> Iterator[Any]:
-    """The cluster (None when ``--bootstrap`` names an existing one); torn
-    down in ``finally`` after its logs are copied into ``nodes/``."""
+    """The cluster (None when ``--bootstrap`` names an existing one), after
+    its logs are copied into ``nodes/``: torn down in ``finally`` when the
+    test started it, left up (and healed by the nemesis phase) when it is a
+    registered cluster the test was told to use."""
     if spec.bootstrap:
         yield None
         return
     state.phase = "starting cluster"
-    cluster = Cluster.up(cluster_spec(spec), store=spec.store)
+    if spec.use_cluster:
+        cluster = Cluster.attach(spec.use_cluster, spec.store)
+    else:
+        cluster = Cluster.up(cluster_spec(spec), store=spec.store)
     try:
         yield cluster
     finally:
@@ -117,7 +122,8 @@ def cluster_phase(spec: TestSpec, run_dir: RunDir, state: RunState) -> Iterator[
             cluster.collect_logs(run_dir.path / "nodes")
         except Exception as e:  # logs are a nicety; teardown must go on
             log.warning("could not collect node logs: %s", e)
-        cluster.down()
+        if not spec.use_cluster:
+            cluster.down()
 
 
 @contextmanager
@@ -198,6 +204,7 @@ def run_test(
             namespace=namespace,
             bootstrap=bootstrap,
             nodes=[n.name for n in cluster.nodes] if cluster else [],
+            cluster=cluster.spec.to_json() if cluster else None,
         )
         run_dir.save_test(test)
         state.phase = "creating topics"

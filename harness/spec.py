@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from broker.bugs import BUGS
-from harness.cluster import BACKENDS, DBS
+from harness.cluster import BACKENDS, DBS, ClusterError, ClusterSpec, Registry
 from nemesis.package import NAMES as NEMESIS_NAMES
 from workloads.workload import WorkloadOptions
 
@@ -153,6 +153,12 @@ OPTIONS: tuple[Option, ...] = (
         aliases=("bootstrap_server",),
     ),
     Option(
+        "use_cluster",
+        str,
+        "",
+        "test on the cluster `jepka cluster up --name NAME` made (healed after, not removed)",
+    ),
+    Option(
         "client_config",
         str,
         "",
@@ -218,6 +224,7 @@ class TestSpec:
     name: str
     store: str
     bootstrap: str
+    use_cluster: str
     client_config: str
     hosts: tuple[str, ...]
     ssh_user: str
@@ -301,6 +308,19 @@ def _coerce(opt: Option, raw: Any, where: str) -> Any:
     return tuple(out) if opt.is_list else out[0]
 
 
+def _registered(name: str, store: str, bootstrap: str) -> int:
+    """How many nodes the registered cluster ``name`` has."""
+    if bootstrap:
+        raise SpecError("use-cluster and bootstrap-server exclude each other: pick one cluster")
+    try:
+        data = Registry(store, name).load()
+    except ClusterError as e:
+        raise SpecError(str(e)) from None
+    if data is None:
+        raise SpecError(f"use-cluster: no cluster named {name!r} is registered in {store}/.faults")
+    return ClusterSpec.from_json(data["spec"]).count
+
+
 def read_properties(path: str | Path) -> dict[str, str]:
     """A Java-style properties file (``key=value`` lines, ``#`` and ``!``
     comments), as Kafka's and librdkafka's tools read their client configs."""
@@ -355,6 +375,8 @@ def resolve(
             if opt is None:
                 raise SpecError(f"{where}: unknown setting {key.replace('_', '-')!r}")
             values[opt.name] = _coerce(opt, raw, where)
+    if values["use_cluster"]:
+        values["nodes"] = _registered(values["use_cluster"], values["store"], values["bootstrap"])
     if values["replication_factor"] is None:
         values["replication_factor"] = 1 if values["bootstrap"] else min(3, values["nodes"])
     if values["min_isr"] is None:

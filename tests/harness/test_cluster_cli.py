@@ -13,6 +13,7 @@ import pytest
 
 from control.db.base import RUNNING, process_state
 from control.net import iptables
+from harness.cli import main
 from harness.cluster import Cluster, ClusterSpec, Registry
 from nemesis.package import build
 from tests.nemesis.probes import leftovers, netns_available
@@ -132,3 +133,40 @@ def test_the_next_start_removes_what_a_killed_run_left(tmp_path: Path) -> None:
         assert leftovers(tag) == []
     finally:
         cluster.down()
+
+
+@pytest.mark.spark
+def test_jepka_test_uses_a_cluster_made_earlier_and_leaves_it_up_and_healed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, name = str(tmp_path / "store"), f"u{uuid.uuid4().hex[:6]}"
+    up = jepka("up", "--name", name, "--nodes", "3", "--store", store)
+    assert up.returncode == 0, up.stderr
+    try:
+        code = main(
+            [
+                "test",
+                *("--use-cluster", name, "--store", store, "--workload", "queue"),
+                *("--nemesis", "partition", "--nemesis-interval", "2", "--time-limit", "6"),
+                *("--rate", "30", "--concurrency", "3", "--key-count", "4", "--seed", "2"),
+                *("--recovery-time", "1", "--final-time-limit", "30"),
+            ]
+        )
+        out, err = capsys.readouterr()
+        assert code == 0 and "valid: True" in out, out + err
+        test = json.loads(((Path(store) / "latest").resolve() / "test.json").read_text())
+        assert test["cluster"]["name"] == name and test["spec"]["replication_factor"] == 3
+        cluster = Cluster.attach(name, store)  # still registered, healed, answering
+        assert all(row["broker"] == "running" for row in cluster.status())
+        assert all(row["drop_rules"] == 0 for row in cluster.status())
+        assert Registry(store, name).load()["faults"] == []
+    finally:
+        down = jepka("down", "--name", name, "--store", store)
+    assert down.returncode == 0, down.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "harness", "test", "--use-cluster", name, "--store", store],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 254 and f"no cluster named {name!r}" in bad.stderr
