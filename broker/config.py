@@ -210,18 +210,6 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def load_config(
-    node_id: int, listen: str, data_dir: Path, config_file: Path | None, overrides: Iterable[str]
-) -> BrokerConfig:
-    """Builds the broker configuration from the command line's pieces."""
-    if node_id < 0:
-        raise ConfigError(f"--node-id must be >= 0, got {node_id}")
-    host, port = parse_listen(listen)
-    items = read_properties(config_file) if config_file else []
-    items += [("--set", item) for item in overrides]
-    return BrokerConfig(node_id, host, port, data_dir, parse_assignments(items))
-
-
 def topic_config(broker: BrokerConfig, overrides: Mapping[str, str]) -> dict[str, Any]:
     """A topic's effective configuration: broker defaults plus its own overrides."""
     values = broker.topic_defaults()

@@ -11,19 +11,28 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from broker import bugs
-from broker.config import BrokerConfig, ConfigError, load_config
+from broker.config import BrokerConfig, ConfigError
+from broker.server_properties import load_config
 
 BAD_INPUT = 254
 CRASHED = 255
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--node-id", type=int, required=True, help="this broker's id")
+    parser.add_argument("--node-id", type=int, help="this broker's id (default: node.id)")
     parser.add_argument(
-        "--listen", required=True, metavar="HOST:PORT", help="address to listen on (port 0: any)"
+        "--listen",
+        metavar="HOST:PORT",
+        help="address to listen on, port 0 for any (default: the broker listener of listeners)",
     )
-    parser.add_argument("--data-dir", type=Path, required=True, help="directory for logs and state")
-    parser.add_argument("--config", type=Path, help="a Kafka-style properties file")
+    parser.add_argument(
+        "--data-dir", type=Path, help="directory for logs and state (default: log.dirs)"
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="a properties file: the broker's own settings, or Kafka's KRaft server.properties",
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override one config key"
     )

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import ConfigError, load_config, topic_config
+from broker.config import ConfigError, topic_config
+from broker.server_properties import load_config
 
 
 def test_defaults_overrides_and_aliases(tmp_path: Path) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from broker.config import load_config
 from broker.log.ledger import FsyncLedger
 from broker.server.replica_manager import FetchRequestPartition, ReplicaManager
 from broker.server.topics import TopicStore
+from broker.server_properties import load_config
 from tests.broker.batches import make_batch, read_values
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from broker import bugs
-from broker.config import load_config
 from broker.errors import ErrorCode, KafkaError
 from broker.log.ledger import FsyncLedger
 from broker.replication.partition import ReplicatedPartition
 from broker.server.replica_manager import ReplicaManager
 from broker.server.topics import PartitionAssignment, TopicStore
+from broker.server_properties import load_config
 from tests.broker.batches import make_batch, read_values
 
 REPLICAS = [1, 2, 3]

@@ -16,12 +16,12 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.broker import Broker
-from broker.config import load_config
 from broker.coordinator.group.offsets import CommittedOffset
 from broker.coordinator.service import CoordinatorService
 from broker.coordinator.txn.state import TransactionState
 from broker.errors import KafkaError
 from broker.log.batch import CONTROL_COMMIT, control_type
+from broker.server_properties import load_config
 from tests.broker.batches import make_batch
 
 pytestmark = [pytest.mark.broker]

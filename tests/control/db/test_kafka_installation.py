@@ -1,0 +1,52 @@
+"""``jepka test --db kafka --kafka-home DIR`` end to end: the Kafka adapter
+writes server.properties, formats the storage with kafka-storage.sh and
+starts kafka-server-start.sh on each node of a local cluster, here a
+stand-in installation whose scripts run the reference broker on Kafka's
+own arguments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from tests.control.db.standin_kafka import make_kafka_home
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.broker,
+    pytest.mark.spark,
+    pytest.mark.netns,
+]
+
+
+def test_a_kafka_installation_runs_a_test_under_kills(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = make_kafka_home(tmp_path)
+    store = tmp_path / "store"
+    code = main(
+        [
+            "test",
+            *("--db", "kafka", "--kafka-home", str(home), "--workload", "queue"),
+            *("--nemesis", "kill", "--nemesis-interval", "3", "--time-limit", "10"),
+            *("--rate", "30", "--concurrency", "3", "--key-count", "4", "--seed", "3"),
+            *("--recovery-time", "2", "--final-time-limit", "40", "--store", str(store)),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0 and "valid: True" in out, out + err
+    run = (store / "latest").resolve()
+    test = json.loads((run / "test.json").read_text())
+    assert test["cluster"]["db"] == "kafka" and len(test["nodes"]) == 3
+    history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    killed = [o for o in history if o.get("f") == "kill" and o["type"] == "info"]
+    assert killed, "the nemesis killed no broker"
+    node = store / "clusters"  # the adapter's files on the nodes (kept after the run)
+    meta = sorted(node.rglob("meta.properties"))
+    assert len(meta) == 3 and "cluster.id=" in meta[0].read_text()
+    server = sorted(node.rglob("server.properties"))[0].read_text()
+    assert "process.roles=broker,controller" in server and "controller.quorum.voters=" in server
