@@ -10,14 +10,19 @@ Spark stopped its context, so one lost JVM does not fail every later check of a
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import functools
 import gc
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+import zipfile
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -128,8 +133,29 @@ def _build(master: str) -> SparkSession:
         _start_jvm_quietly(conf)
     session = SparkSession.builder.config(conf=conf).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if not master.startswith("local"):
+        session.sparkContext.addPyFile(str(_code_archive()))
     log.info("spark session up on %s", master)
     return session
+
+
+#: the packages Spark's executors run (the checkers import only history)
+EXECUTOR_PACKAGES = ("checkers", "history")
+
+
+@functools.cache
+def _code_archive() -> Path:
+    """jepka's code the executors need, as a zip Spark ships to each of them
+    (a cluster's workers do not have jepka installed); built once per process."""
+    root = Path(__file__).resolve().parents[2]
+    folder = tempfile.mkdtemp(prefix="jepka-code-")
+    atexit.register(shutil.rmtree, folder, True)
+    archive = Path(folder) / "jepka.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in EXECUTOR_PACKAGES:
+            for path in sorted((root / package).rglob("*.py")):
+                zf.write(path, path.relative_to(root))
+    return archive
 
 
 #: what Java and Spark print on every start, which says nothing about a check
