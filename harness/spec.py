@@ -386,6 +386,11 @@ def resolve(
         raise SpecError(
             f"min-isr {spec.min_isr} exceeds replication-factor {spec.replication_factor}"
         )
+    if spec.db == "kafka" and "lose-unfsynced" in spec.nemesis:
+        raise SpecError(
+            "nemesis lose-unfsynced needs the reference broker's fsync ledger; with db "
+            "kafka it would cut every data file to nothing"
+        )
     if spec.client_config:  # read now: a bad file stops the run before anything starts
         read_properties(spec.client_config)
     if spec.replication_factor > spec.nodes and not spec.bootstrap:

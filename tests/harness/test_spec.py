@@ -44,6 +44,7 @@ def test_broker_settings_from_file_and_flags(tmp_path: Path) -> None:
         ({"replication_factor": 3, "nodes": 1}, "needs at least that many nodes"),
         ({"broker_config": "num.partitions"}, "broker-config: 'num.partitions' is not a setting"),
         ({"broker_config": ["a=1", "=2"]}, "broker-config: '=2' is not a setting key=value"),
+        ({"db": "kafka", "nemesis": "kill,lose-unfsynced"}, "lose-unfsynced needs the reference"),
     ],
 )
 def test_bad_settings_name_what_and_where(settings: dict, message: str) -> None:
