@@ -70,6 +70,13 @@ def main() -> None:
             )
         table, wall, cpu = timed(lambda: read_flat(parquet))
         print(f"read parquet: {lines / wall:,.0f} lines/s wall ({wall:.1f} s, {cpu:.1f} s CPU)")
+        edn = os.path.join(tmp, "h.edn")
+        write_history(edn, args.seed, args.ops, fmt="jepsen-edn")
+        table, wall, cpu = timed(lambda: read_flat(edn, "jepsen-edn"))
+        print(
+            f"read Jepsen EDN: {lines / wall:,.0f} lines/s wall ({wall:.1f} s), "
+            f"{lines / cpu:,.0f} lines per CPU-second; {table.num_rows:,} rows"
+        )
     print(f"peak RSS: {peak_mb():,.0f} MiB")
 
 

@@ -13,6 +13,7 @@ are written as EDN string keys to stay distinct.
 from __future__ import annotations
 
 import decimal
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -65,6 +66,97 @@ def _to_edn(x: Any) -> Any:
     return x
 
 
+# EDN's tokens: strings, set openers, brackets, atoms (keywords, numbers,
+# symbols, tags), and any other character alone (never valid: the slow path
+# then names the error).
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|#\{|[\[\](){}]|[^\s,\[\](){}"]+|[^\s,]')
+_INT = re.compile(r"[-+]?\d+N?")
+_FLOAT = re.compile(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?M?")
+_CONSTANTS = {"nil": None, "true": True, "false": False}
+_CLOSE = {"[": "]", "(": ")"}
+
+
+class _Unusual(Exception):
+    """A line the fast reader leaves to edn_format (tags, symbols, chars,
+    comments, malformed input)."""
+
+
+def _fast_op(line: str) -> dict[str, Any]:
+    """One op line as ``_op_map(edn_format.loads(line))`` gives it, without
+    building EDN objects: keywords, numbers, strings, nil/true/false,
+    vectors, lists, sets and maps. Raises ``_Unusual`` for anything else."""
+    tokens = _TOKENS.findall(line)
+    i = 1 if tokens and tokens[0] == "#jepsen.history.Op" else 0
+    try:
+        if tokens[i] != "{":
+            raise _Unusual
+        i += 1
+        out: dict[str, Any] = {}
+        while tokens[i] != "}":
+            key = tokens[i]
+            if key[0] == ":" and len(key) > 1 and "/" not in key:
+                name = key[1:].replace("-", "_")
+            elif key[0] == '"':
+                name = _string(key)
+            else:
+                raise _Unusual
+            out[name], i = _value(tokens, i + 1)
+        if i + 1 != len(tokens):
+            raise _Unusual
+        return out
+    except IndexError:
+        raise _Unusual from None
+
+
+def _value(tokens: list[str], i: int) -> tuple[Any, int]:
+    t = tokens[i]
+    c = t[0]
+    if c == ":":
+        if len(t) == 1 or "/" in t:
+            raise _Unusual
+        return t[1:], i + 1
+    if c in _CLOSE:
+        close, items = _CLOSE[c], []
+        i += 1
+        while tokens[i] != close:
+            v, i = _value(tokens, i)
+            items.append(v)
+        return items, i + 1
+    if c == "{":
+        out, i = {}, i + 1
+        while tokens[i] != "}":
+            k, i = _value(tokens, i)
+            if isinstance(k, list | dict):
+                raise _Unusual
+            out[k], i = _value(tokens, i)
+        return out, i + 1
+    if t == "#{":
+        members, i = [], i + 1
+        while tokens[i] != "}":
+            v, i = _value(tokens, i)
+            members.append(v)
+        try:
+            return sorted(members), i + 1
+        except TypeError:  # edn_format keeps a mixed set in its own order
+            raise _Unusual from None
+    if c == '"':
+        return _string(t), i + 1
+    if t in _CONSTANTS:
+        return _CONSTANTS[t], i + 1
+    if _INT.fullmatch(t):
+        return int(t.rstrip("N")), i + 1
+    if _FLOAT.fullmatch(t):
+        return float(t.rstrip("M")), i + 1
+    raise _Unusual
+
+
+def _string(token: str) -> str:
+    try:
+        return str(json.loads(token))
+    except ValueError:
+        raise _Unusual from None
+
+
 def _op_map(d: Any) -> dict[str, Any]:
     if not isinstance(d, Mapping):
         raise ValueError("expected an op map {:index ..., :type ..., ...}")
@@ -92,21 +184,36 @@ def read_edn_unpaired(path: str) -> pa.Table:
             if not line.strip():
                 continue
             try:
-                forms = edn_format.loads_all(line)
-            except (ValueError, TypeError, AttributeError, NotImplementedError) as e:
-                raise HistoryError(path, n, f"malformed EDN: {e}") from None
-            if not forms:
-                continue  # a comment
-            if len(forms) != 1:
-                raise HistoryError(path, n, "expected one op map per line")
+                op = _fast_op(line)
+            except _Unusual:
+                op = _slow_op(path, n, line)
+                if op is None:
+                    continue  # a comment
             try:
-                builder.add(*check_core(_op_map(forms[0]), default_index=len(builder)), n)
+                builder.add(*check_core(op, default_index=len(builder)), n)
             except ValueError as e:
                 raise HistoryError(path, n, str(e)) from None
     try:
         return builder.build()
     except ValueError as e:
         raise HistoryError(path, None, str(e)) from None
+
+
+def _slow_op(path: str, n: int, line: str) -> dict[str, Any] | None:
+    """One op line through edn_format, for what ``_fast_op`` leaves; None
+    for a line holding only a comment."""
+    try:
+        forms = edn_format.loads_all(line)
+    except (ValueError, TypeError, AttributeError, NotImplementedError) as e:
+        raise HistoryError(path, n, f"malformed EDN: {e}") from None
+    if not forms:
+        return None
+    if len(forms) != 1:
+        raise HistoryError(path, n, "expected one op map per line")
+    try:
+        return _op_map(forms[0])
+    except ValueError as e:
+        raise HistoryError(path, n, str(e)) from None
 
 
 def op_to_edn(op: Op) -> str:
