@@ -11,6 +11,7 @@ the workload at once.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import os
 import time
@@ -187,6 +188,8 @@ def run_test(
         "name": spec.test_name,
         "spec": spec.to_dict(),
         "seed": spec.seed,
+        "command": spec.command(),
+        "versions": versions(spec),
         "status": "starting",
     }
     run_dir.save_test(test)
@@ -243,6 +246,30 @@ def run_test(
         log.warning("%d client(s) still in a call after the run, left open", len(stuck))
     state.phase = "done"
     return RunResult(run_dir, results, outcome)
+
+
+def versions(spec: TestSpec) -> dict[str, str]:
+    """What ran the test: jepka, the Kafka client library, and the broker."""
+    import confluent_kafka
+
+    def installed(name: str) -> str:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown"
+
+    jepka = installed("jepka")
+    broker = {"reference": f"jepka reference broker {jepka}", "kafka": "Apache Kafka"}[spec.db]
+    if spec.db == "kafka":
+        broker += f" ({spec.kafka_home})"
+    if spec.bootstrap:
+        broker = f"an existing cluster at {spec.bootstrap}"
+    return {
+        "jepka": jepka,
+        "confluent-kafka": installed("confluent-kafka"),
+        "librdkafka": confluent_kafka.libversion()[0],
+        "broker": broker,
+    }
 
 
 def _start_spark() -> Any:

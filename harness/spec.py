@@ -11,6 +11,7 @@ fault, so a bad setting stops the run before anything starts. The resolved
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -270,6 +271,22 @@ class TestSpec:
             f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
             for f in dataclasses.fields(self)
         }
+
+    def command(self) -> str:
+        """The ``jepka test`` line that runs this test again (this seed, once):
+        every setting that is not its default, in the order of ``OPTIONS``."""
+        parts = ["jepka", "test"]
+        for opt in OPTIONS:
+            value = getattr(self, opt.name)
+            default = opt.default if not isinstance(opt.default, list) else tuple(opt.default)
+            if opt.name == "test_count" or value == default:
+                continue
+            flag = "--" + opt.name.replace("_", "-")
+            if opt.is_switch:
+                parts.append(flag if value else "--no-" + flag[2:])
+            else:
+                parts += [flag, ",".join(map(str, value)) if opt.is_list else str(value)]
+        return shlex.join(parts)
 
     def with_seed(self, seed: int) -> TestSpec:
         return dataclasses.replace(self, seed=seed)

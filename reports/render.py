@@ -86,6 +86,7 @@ def report_data(run: Run) -> dict[str, Any]:
         "verdict": results.get("valid"),
         "error": results.get("error"),
         "config": _bounded(run.config),
+        "triage": triage(run.config, end),
         "summary": _summary(pairs),
         "sections": anomaly_sections(results),
         "allowed": list(results.get("allowed") or ()),
@@ -157,6 +158,37 @@ def _lag_summary(stats: dict[str, Any]) -> list[str]:
             top = sorted(worst_of.items(), key=lambda kv: -kv[1])[:10]
             out.append(f"worst {field[3:]}: " + ", ".join(f"{k} {v / 1e9:.3f} s" for k, v in top))
     return out
+
+
+#: what a triage header shows of a test's settings, in this order
+TRIAGE_SETTINGS = ("workload", "nemesis", "bug", "seed", "time_limit", "nodes", "cluster", "db")
+
+
+def triage(config: dict[str, Any], end: float) -> dict[str, Any]:
+    """What someone looking at a failure asks first: which test, which faults
+    and bug modes, which seed, how long, which versions, and the command
+    that runs it again; then every other setting, compactly."""
+    spec = config.get("spec") if isinstance(config.get("spec"), dict) else {}
+    facts = []
+    for name in TRIAGE_SETTINGS:
+        value = spec.get(name, config.get(name))
+        if isinstance(value, list):
+            value = ",".join(map(str, value)) or "none"
+        if value is not None:
+            facts.append([name.replace("_", " "), value])
+    facts.append(["duration", f"{end:.1f} s"])
+    versions = config.get("versions") if isinstance(config.get("versions"), dict) else {}
+    settings = [
+        [k.replace("_", "-"), ",".join(map(str, v)) if isinstance(v, list) else v]
+        for k, v in sorted(spec.items())
+        if k not in TRIAGE_SETTINGS
+    ]
+    return {
+        "facts": facts,
+        "versions": sorted(versions.items()),
+        "command": config.get("command"),
+        "settings": settings,
+    }
 
 
 def _bounded(config: dict[str, Any]) -> Any:

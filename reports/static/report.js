@@ -142,6 +142,15 @@ function initAnomalies() {
 }
 
 /* ---- offsets per key ---- */
+// Scrolls a table's own container so that `cell` (the first cell an anomaly
+// names, else the first conflict) sits in its middle.
+function centreOn(wrap, cell) {
+  if (!cell) return;
+  var c = cell.getBoundingClientRect(), w = wrap.getBoundingClientRect();
+  wrap.scrollTop += c.top - w.top - (wrap.clientHeight - c.height) / 2;
+  wrap.scrollLeft += c.left - w.left - (wrap.clientWidth - c.width) / 2;
+}
+
 function initOrders() {
   var body = document.getElementById("orders-body");
   if (!D.orders.length) { body.appendChild(el("p", {}, "No anomaly names a key.")); return; }
@@ -182,7 +191,10 @@ function initOrders() {
       cells.forEach(function (td) { tr.appendChild(td); });
       tbl.appendChild(tr);
     });
-    body.appendChild(tbl);
+    var wrap = el("div", {"class": "orders-wrap"});
+    wrap.appendChild(tbl);
+    body.appendChild(wrap);
+    centreOn(wrap, tbl.querySelector("td.hl") || tbl.querySelector("td[style]"));
     if (o.truncated_rows) body.appendChild(el("p", {"class": "muted small"},
       o.truncated_rows + " more ops touch these offsets (not shown)."));
   });

@@ -137,9 +137,18 @@ def make_run(tmp_path: Path) -> Callable[..., Path]:
             json.dumps(
                 {
                     "name": name,
-                    "workload": "queue",
-                    "nemesis": ["partition"],
+                    "spec": {
+                        "workload": "queue",
+                        "nemesis": ["partition"],
+                        "bug": ["early-ack"],
+                        "seed": 7,
+                        "time_limit": 30.0,
+                        "rate": 100.0,
+                        "acks": "all",
+                    },
                     "seed": 7,
+                    "command": "jepka test --nemesis partition --bug early-ack --seed 7",
+                    "versions": {"jepka": "0.1.0", "librdkafka": "2.16.0"},
                     "key_map": {
                         "0": "jepka-0/0",
                         "1": "jepka-0/1",

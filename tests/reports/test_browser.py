@@ -4,11 +4,14 @@ shows the verdict, the anomaly sections and the plots. Screenshots are kept in
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from checkers import check
+from checkers.result import anomaly_counts
 from reports import write_report
 from tests.reports.cdp import CHROMIUM, Chromium
 from tests.reports.conftest import HistoryBuilder
@@ -43,7 +46,8 @@ def _points(browser: Chromium, section: str) -> list[int]:
 
 
 def test_invalid_run_in_the_browser(browser: Chromium, make_run) -> None:
-    _open(browser, make_run(lose=True, nodes=True), "report-invalid.png")
+    run = make_run(lose=True, nodes=True)
+    _open(browser, run, "report-invalid.png")
     assert browser.errors == []
     assert browser.eval("document.getElementById('verdict').textContent") == "INVALID"
     kinds = browser.eval(
@@ -56,6 +60,13 @@ def test_invalid_run_in_the_browser(browser: Chromium, make_run) -> None:
     assert _points(browser, "timeline") == [14]
     assert browser.eval("document.querySelectorAll('#orders table.orders tr').length") > 3
     assert browser.eval("document.querySelectorAll('#orders td.hl').length") == 1  # value 3
+    assert browser.eval("document.querySelectorAll('#orders .orders-wrap table').length") == 1
+    assert browser.eval("document.getElementById('rerun').textContent").startswith("jepka test ")
+    summary = browser.eval(
+        "Object.fromEntries(Array.from(document.querySelectorAll('#summary-table tr'))"
+        ".slice(1).map(r => [r.cells[0].textContent, +r.cells[1].textContent]))"
+    )
+    assert summary == anomaly_counts(json.loads((run / "results.json").read_text()))
     assert browser.eval("document.querySelectorAll('#cycles svg.cycle').length") == 2
     assert browser.eval("document.querySelectorAll('#linear svg.porcupine rect').length") == 2
     assert browser.eval("document.querySelectorAll('#linear-table tr.hl').length") == 2
@@ -99,3 +110,32 @@ def test_history_table_paginates_and_filters(browser: Chromium, tmp_path: Path) 
     )
     assert browser.eval(page) == "page 1 of 1"
     assert browser.eval("document.querySelectorAll('#history-table tbody tr').length") == 25
+
+
+def test_a_wide_offsets_view_scrolls_inside_the_page(browser: Chromium, tmp_path: Path) -> None:
+    """400 offsets of one key and an acknowledged write lost at offset 299: the
+    view scrolls in its own box, centred on the cell the anomaly names, and
+    the page is never wider than the window."""
+    history = HistoryBuilder()
+    for v in range(1, 401):
+        history.op(0, "invoke", "send", [["send", 0, v]])
+        history.op(0, "ok", "send", [["send", 0, [v - 1, v]]])
+    history.op(1, "invoke", "poll", [["poll"]])
+    read = [[v - 1, v] for v in range(1, 401) if v != 300]
+    history.op(1, "ok", "poll", [["poll", {"0": read}]])
+    run = tmp_path / "store" / "wide" / "20260101T000000"
+    run.mkdir(parents=True)
+    history.write(run / "history.jsonl")
+    (run / "results.json").write_text(json.dumps(check(str(run / "history.jsonl")), default=str))
+    _open(browser, run, "report-wide-offsets.png")
+    assert browser.errors == []
+    assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
+    wrap = "document.querySelector('#orders .orders-wrap')"
+    assert browser.eval(f"{wrap}.scrollWidth > {wrap}.clientWidth")  # it does scroll
+    assert browser.eval(f"{wrap}.scrollLeft > 0 && {wrap}.scrollTop > 0")
+    assert browser.eval(
+        f"(() => {{ const w = {wrap}.getBoundingClientRect(),"
+        f" c = {wrap}.querySelector('td.hl').getBoundingClientRect();"
+        " return c.left >= w.left && c.right <= w.right && c.top >= w.top"
+        " && c.bottom <= w.bottom; })()"
+    )

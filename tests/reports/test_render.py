@@ -47,6 +47,20 @@ def test_report_of_an_invalid_run(make_run) -> None:
     assert "<failure" in written.junit.read_text()
 
 
+def test_the_header_says_what_triage_needs(make_run) -> None:
+    written = write_report(make_run(lose=True))
+    data = blob(written.report)
+    facts = dict(data["triage"]["facts"])
+    assert facts["workload"] == "queue" and facts["nemesis"] == "partition"
+    assert facts["bug"] == "early-ack" and facts["seed"] == 7 and facts["time limit"] == 30.0
+    assert facts["duration"].endswith(" s")
+    assert data["triage"]["command"] == "jepka test --nemesis partition --bug early-ack --seed 7"
+    assert data["triage"]["settings"] == [["acks", "all"], ["rate", 100.0]]
+    page = written.report.read_text()
+    assert 'id="rerun">jepka test --nemesis partition --bug early-ack --seed 7<' in page
+    assert "librdkafka 2.16.0" in page
+
+
 def test_report_of_a_valid_run_has_checker_series(make_run) -> None:
     data = blob(write_report(make_run(lose=False)).report)
     assert data["verdict"] is True and data["nodes"]["present"] is False
