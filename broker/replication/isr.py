@@ -7,7 +7,9 @@ each built from the committed metadata image (leader epoch, partition epoch, ISR
 the new ISR takes effect only when the controller's record comes back through the
 metadata log, so the HW keeps counting a follower being removed until the removal is
 committed, and counts a follower being added from the proposal on (the partition's
-``joining``); an expansion the controller refuses or does not answer ends there."""
+``joining``). An expansion the controller refuses outright ends there; one it did
+not answer is sent again until it is decided (as Kafka's AlterPartitionManager
+retries), since it may have been committed all the same."""
 
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ TopicPartition = tuple[str, int]
 IsrChange = Callable[[tuple[int, ...]], tuple[int, ...]]
 #: a queued change: its partition, the change, and the follower it adds (if any)
 Proposal = tuple[ReplicatedPartition, IsrChange, int | None]
+#: answers after which a change may still be committed (the request raced an
+#: earlier copy of itself, or another change): the metadata will tell
+UNDECIDED = frozenset({ErrorCode.none, ErrorCode.invalid_update_version})
+RETRY_S = 0.5
 
 
 def _without(out: set[int]) -> IsrChange:
@@ -126,15 +132,12 @@ class IsrManager:
     async def _alter(self, changes: list[Proposal]) -> None:
         image = self.image()
         items: list[apis.IsrItem] = []
-        adding: dict[TopicPartition, tuple[ReplicatedPartition, int]] = {}
-        for partition, change, added in changes:
-            item = self._item(image, partition, change)
-            if item is not None:
+        sent: dict[tuple[str, int], Proposal] = {}
+        for proposal in changes:
+            item = self._item(image, *proposal[:2])
+            if item is not None:  # else led elsewhere now, or so already: the metadata settles it
                 items.append(item)
-            if added is not None and item is None:  # led elsewhere, or in the ISR already
-                partition.expansion_ended(added)
-            elif added is not None and item is not None:
-                adding[(item.topic_id, item.partition)] = (partition, added)
+                sent[(item.topic_id, item.partition)] = proposal
         if not items:
             return
         request = apis.alter_partition_request(self.node_id, self.broker_epoch(), items)
@@ -143,21 +146,36 @@ class IsrManager:
         except ControllerUnavailable as e:
             for item in items:
                 log.info("ISR change of %s to %s: %s", item.name, list(item.new_isr), e)
-            for partition, added in adding.values():
-                partition.expansion_ended(added)
+            self._retry(list(sent.values()))
             return
         codes = {
             (t.topic_id, p.partition_index): p.error_code
             for t in answer.topics
             for p in t.partitions
         }
+        unanswered = []
         for item in items:
             code = codes.get((uuid.UUID(item.topic_id), item.partition))
             outcome = "no answer" if code is None else code.name
-            expansion = adding.get((item.topic_id, item.partition))
-            if expansion is not None and code != ErrorCode.none:
-                expansion[0].expansion_ended(expansion[1])
+            partition, _, added = proposal = sent[(item.topic_id, item.partition)]
+            if code is None:
+                unanswered.append(proposal)
+            elif added is not None and code not in UNDECIDED:
+                partition.expansion_refused(added)
             log.info(
                 "ISR change of %s from %s to %s: %s",
                 item.name, list(item.isr), list(item.new_isr), outcome,
             )  # fmt: skip
+        self._retry(unanswered)
+
+    def _retry(self, proposals: list[Proposal]) -> None:
+        """Sends the expansions whose fate is unknown again after a pause (the
+        partition keeps counting their followers meanwhile); shrinks are
+        proposed anew by the next lag check anyway."""
+        if any(added is not None for *_, added in proposals):
+            asyncio.get_running_loop().call_later(RETRY_S, self._requeue, proposals)
+
+    def _requeue(self, proposals: list[Proposal]) -> None:
+        for partition, change, added in proposals:
+            if added is not None and added in partition.joining:  # still undecided
+                self._propose(partition, change, added)

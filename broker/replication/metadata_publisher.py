@@ -30,7 +30,9 @@ def topic_table(image: MetadataImage) -> dict[str, TopicInfo]:
     table = {}
     for topic in image.topics.values():
         assignments = [
-            PartitionAssignment(list(p.replicas), p.leader, p.leader_epoch, list(p.isr))
+            PartitionAssignment(
+                list(p.replicas), p.leader, p.leader_epoch, list(p.isr), p.partition_epoch
+            )
             for _, p in sorted(topic.partitions.items())
         ]
         configs = dict(image.configs.get(("topic", topic.name), {}))

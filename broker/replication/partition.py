@@ -15,9 +15,16 @@ A follower proposed for the ISR counts for the HW from the proposal on, until th
 controller's decision is known (Kafka's "maximal ISR"): were it left out, the HW
 could pass its log end while the controller commits it into the ISR, and once
 there it could be elected leader without records the producers were told were
-committed. Nor does the HW move while the ISR is smaller than min.insync.replicas
-(capped at the replica count), as in Kafka 3.7 and later: no consumer reads a
-record whose producer was told NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+committed. The decision is known when the metadata brings a newer partition
+epoch than the proposal was made on (whatever the ISR then is, it is the
+controller's), when the controller refuses the change outright, or when the
+leadership changes; an unanswered proposal is sent again.
+
+Nor does the HW move while the ISR is smaller than min.insync.replicas (capped
+at the replica count), as in Kafka 3.7 and later: no consumer reads a record
+that may be on the leader alone (an acks=1 write, or an acks=all write made
+while the ISR shrank); an acks=all produce waiting then completes once the ISR
+is back, or times out.
 
 A replica starts from its checkpointed HW (``replication-offset-checkpoint``), not
 its log end; a new leader whose HW is still below where its epoch began answers
@@ -63,8 +70,9 @@ class ReplicatedPartition(Partition):
         self._last_fetch: dict[int, tuple[float, int]] = {}  # (time, leader LEO then)
         self.epoch_start_offset = log.next_offset
         self.on_caught_up = on_caught_up
-        #: followers proposed for the ISR, counted for the HW until the controller decides
-        self.joining: set[int] = set()
+        #: followers proposed for the ISR → the partition epoch the proposal was
+        #: made on; counted for the HW until the controller decides
+        self.joining: dict[int, int] = {}
         self._acks: list[tuple[int, asyncio.Future[None]]] = []
         self._data_waiters: set[asyncio.Future[None]] = set()
         self.deposed = False  # led an earlier epoch, another replica leads now
@@ -86,7 +94,11 @@ class ReplicatedPartition(Partition):
         elif self.is_leader:
             self.deposed = True
         self.assignment = assignment
-        self.joining = set() if not self.is_leader else self.joining - set(assignment.isr)
+        self.joining = {
+            r: epoch
+            for r, epoch in self.joining.items()
+            if self.is_leader and epoch >= assignment.partition_epoch and r not in assignment.isr
+        }
         if became_leader:
             self._reset_followers()
         self.maybe_advance_hw()
@@ -104,7 +116,7 @@ class ReplicatedPartition(Partition):
         """A new leadership: followers' positions are unknown until they fetch again,
         and each counts as caught up now (the lag clock starts with the leadership)."""
         followers = [r for r in self.assignment.replicas if r != self.node_id]
-        self.joining = set()
+        self.joining = {}
         self.follower_leo = dict.fromkeys(followers, UNKNOWN)
         now = time.monotonic()
         self.caught_up_at = dict.fromkeys(followers, now)
@@ -159,13 +171,13 @@ class ReplicatedPartition(Partition):
         outside = replica not in self.assignment.isr and replica not in self.joining
         propose = self.on_caught_up
         if caught_up and outside and propose is not None and propose(self, replica):
-            self.joining.add(replica)  # proposed to the controller
+            self.joining[replica] = self.assignment.partition_epoch  # proposed
 
-    def expansion_ended(self, replica: int) -> None:
-        """The controller refused ``replica``'s ISR expansion or did not answer:
-        the HW counts the ISR alone again (the follower is proposed anew once it
+    def expansion_refused(self, replica: int) -> None:
+        """The controller refused ``replica``'s ISR expansion outright: the HW
+        counts the ISR alone again (the follower is proposed anew once it
         fetches caught up)."""
-        self.joining.discard(replica)
+        self.joining.pop(replica, None)
         self.maybe_advance_hw()
 
     def lagging(self, lag_ms: int, now: float | None = None) -> list[int]:
@@ -192,7 +204,8 @@ class ReplicatedPartition(Partition):
 
     async def wait_replicated(self, end_offset: int) -> None:
         """acks=all: returns once the HW reaches ``end_offset``; raises
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below min.insync.replicas then."""
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is under its minimum then
+        (it rarely is: the HW stands still under it)."""
         if bugs.active("early-ack"):
             return
         if not self.is_leader:
@@ -209,8 +222,8 @@ class ReplicatedPartition(Partition):
                     ErrorCode.request_timed_out, f"HW {self.high_watermark} < {end_offset}"
                 )
             waiter.result()
-        min_isr = self.log.config["min.insync.replicas"]
-        if len(self.assignment.isr) < min_isr:
+        if self.under_min_isr:
+            min_isr = self.log.config["min.insync.replicas"]
             raise KafkaError(
                 ErrorCode.not_enough_replicas_after_append,
                 f"ISR {self.assignment.isr} < min.insync.replicas={min_isr}",

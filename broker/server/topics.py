@@ -27,6 +27,9 @@ class PartitionAssignment:
     leader: int
     leader_epoch: int = 0
     isr: list[int] = field(default_factory=list)
+    #: bumped by the controller with every change of the partition (Kafka's
+    #: partition epoch): a leader knows from it that its ISR change was decided
+    partition_epoch: int = 0
 
 
 @dataclass

@@ -11,6 +11,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from kio.schema.alter_partition.v2 import response as ap_resp
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
@@ -73,14 +74,16 @@ def sent(request: Any) -> list[tuple[str, int, tuple[int, ...], int]]:
 
 
 class Part:
-    """A partition as the manager sees it, recording the expansions that ended."""
+    """A partition as the manager sees it, recording the expansions refused."""
 
     def __init__(self, topic: str, index: int) -> None:
         self.topic, self.index = topic, index
-        self.ended: list[int] = []
+        self.joining: dict[int, int] = {}
+        self.refused: list[int] = []
 
-    def expansion_ended(self, replica: int) -> None:
-        self.ended.append(replica)
+    def expansion_refused(self, replica: int) -> None:
+        self.refused.append(replica)
+        self.joining.pop(replica, None)
 
 
 def part(topic: str, index: int) -> Any:
@@ -149,7 +152,7 @@ async def _expand_all(manager: IsrManager, gate: asyncio.Event) -> None:
     gate.set()
 
 
-def test_an_expansion_with_nothing_to_ask_ends_at_once() -> None:
+def test_an_expansion_with_nothing_to_ask_is_left_to_the_metadata() -> None:
     parts = [part("a", 0), part("c", 0)]
 
     async def scenario(manager: IsrManager, gate: asyncio.Event) -> None:
@@ -158,34 +161,49 @@ def test_an_expansion_with_nothing_to_ask_ends_at_once() -> None:
         gate.set()
 
     assert run_manager(scenario) == []
-    assert [p.ended for p in parts] == [[3], [2]]
+    assert [p.refused for p in parts] == [[], []]
 
 
-def test_an_expansion_the_controller_refuses_or_never_answers_ends() -> None:
-    for answer in ("refused", "unavailable", "accepted"):
-        parts = [part("a", 0), part("a", 1)]
+@pytest.mark.parametrize(
+    ("answer", "refused", "sent"),
+    [
+        ("accepted", [], 1),
+        (ErrorCode.ineligible_replica, [2], 1),
+        (ErrorCode.invalid_update_version, [], 1),  # may be an earlier copy's commit
+        ("unavailable", [], 2),  # sent again while still undecided
+    ],
+)
+def test_only_a_refusal_ends_an_expansion(answer: Any, refused: list[int], sent: int) -> None:
+    proposals = [part("a", 0), part("a", 1)]
+    requests: list[Any] = []
 
-        async def main(answer: str = answer, parts: list[Any] = parts) -> None:
-            async def call_controller(request: Any, _timeout: float) -> Any:
-                if answer == "unavailable":
-                    raise ControllerUnavailable("no controller")
-                response = echo(request)
-                if answer == "accepted":
-                    return response
-                refused = [
+    async def main() -> None:
+        async def call_controller(request: Any, _timeout: float) -> Any:
+            requests.append(request)
+            if answer == "unavailable" and len(requests) == 1:
+                raise ControllerUnavailable("no controller")
+            response = echo(request)
+            if isinstance(answer, ErrorCode):
+                response = replace(response, topics=tuple(
                     replace(t, partitions=tuple(
-                        replace(p, error_code=ErrorCode.fenced_leader_epoch) for p in t.partitions
+                        replace(p, error_code=answer) for p in t.partitions
                     ))
                     for t in response.topics
-                ]  # fmt: skip
-                return replace(response, topics=tuple(refused))
+                ))  # fmt: skip
+            proposals[0].joining.pop(2, None)  # the metadata decides it
+            return response
 
-            manager = IsrManager(LEADER, {}, image, lambda: 7, call_controller, 10_000)
-            assert manager.expand(parts[0], 2)
-            assert not manager.expand(parts[0], 2)  # one change per partition at a time
-            manager._propose(parts[1], lambda isr: isr[:1], None)  # a shrink ends nothing
-            while manager._sender is not None and not manager._sender.done():
-                await asyncio.sleep(0)
+        manager = IsrManager(LEADER, {}, image, lambda: 7, call_controller, 10_000)
+        assert manager.expand(proposals[0], 2)
+        proposals[0].joining[2] = 9
+        assert not manager.expand(proposals[0], 2)  # one change per partition at a time
+        manager._propose(proposals[1], lambda isr: isr[:1], None)  # a shrink ends nothing
+        for _ in range(40):
+            await asyncio.sleep(0.05)
+        while manager._sender is not None and not manager._sender.done():
+            await asyncio.sleep(0)
 
-        asyncio.run(main())
-        assert [p.ended for p in parts] == ([[], []] if answer == "accepted" else [[2], []])
+    asyncio.run(main())
+    assert [p.refused for p in proposals] == [refused, []]
+    assert sum(any(p.partition_index == 0 for t in r.topics for p in t.partitions)
+               for r in requests) == sent  # fmt: skip

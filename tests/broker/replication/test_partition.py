@@ -178,22 +178,44 @@ def test_a_follower_joining_the_isr_holds_the_hw_until_the_controller_decides(
     follower's log end while the controller commits it into the ISR, and it
     could then be elected without records acknowledged as committed."""
     leader = replica(tmp_path, ledger, 1)
-    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2]))  # 3 is out
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2], partition_epoch=4))  # 3 is out
     proposed: list[int] = []
     leader.on_caught_up = lambda _partition, r: proposed.append(r) is None
     leader.log.append(bytearray(make_batch([b"a", b"b"])), 0)
     leader.update_follower(2, 2)
     leader.update_follower(3, 2)  # caught up with the HW: proposed for the ISR
-    assert proposed == [3] and leader.joining == {3} and leader.high_watermark == 2
+    assert proposed == [3] and leader.joining == {3: 4} and leader.high_watermark == 2
     leader.log.append(bytearray(make_batch([b"c", b"d"])), 0)
     leader.update_follower(2, 4)
     assert leader.high_watermark == 2  # 3 is joining: its log end holds the HW
     leader.update_follower(3, 3)
     assert leader.high_watermark == 3 and proposed == [3]  # proposed once
-    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2, 3]))  # committed
-    assert leader.joining == set()
+    committed = PartitionAssignment([1, 2, 3], 1, 0, [1, 2, 3], partition_epoch=5)
+    leader.reassign(committed)
+    assert leader.joining == {}
     leader.update_follower(3, 4)
     assert leader.high_watermark == 4
+
+
+def test_a_newer_partition_epoch_decides_the_expansion_whatever_the_isr(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    """The controller committed 3 into the ISR and then fenced it, and both
+    records reach the leader as one change: the newer partition epoch says the
+    expansion was decided, so 3 no longer holds the HW (it would for good)."""
+    leader = replica(tmp_path, ledger, 1)
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2], partition_epoch=4))
+    leader.on_caught_up = lambda _partition, _r: True
+    leader.log.append(bytearray(make_batch([b"a", b"b"])), 0)
+    leader.update_follower(2, 2)
+    leader.update_follower(3, 2)
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2], partition_epoch=4))  # same
+    assert leader.joining == {3: 4}  # nothing decided yet: still counted
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2], partition_epoch=6))
+    assert leader.joining == {}
+    leader.log.append(bytearray(make_batch([b"c", b"d", b"e"])), 0)
+    leader.update_follower(2, 5)
+    assert leader.high_watermark == 5
 
 
 def test_a_refused_expansion_lets_the_hw_count_the_isr_alone(
@@ -208,10 +230,12 @@ def test_a_refused_expansion_lets_the_hw_count_the_isr_alone(
     leader.log.append(bytearray(make_batch([b"c"])), 0)
     leader.update_follower(2, 3)
     assert leader.high_watermark == 2
-    leader.expansion_ended(3)  # the controller said no (or never answered)
-    assert leader.joining == set() and leader.high_watermark == 3
+    leader.expansion_refused(3)  # the controller said no
+    assert leader.joining == {} and leader.high_watermark == 3
+    leader.update_follower(3, 3)  # proposed again
+    assert leader.joining == {3: 0}
     leader.reassign(PartitionAssignment([1, 2, 3], 2, 1, [1, 2]))  # deposed
-    assert leader.joining == set()
+    assert leader.joining == {}
 
 
 def test_the_hw_stands_still_while_the_isr_is_under_its_minimum(
