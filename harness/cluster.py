@@ -63,7 +63,7 @@ class ClusterSpec:
     kafka_home: str | None = None
     port: int = 9092
     hosts: tuple[str, ...] = ()
-    #: None: from the ssh config file, else OpenSSH's default (root, 22)
+    #: None: from the ssh config file, else root and port 22
     ssh_user: str | None = None
     ssh_port: int | None = None
     ssh_key: str | None = None
@@ -102,6 +102,9 @@ class ClusterSpec:
         fields: dict[str, Any] = {
             k: tuple(v) if isinstance(v, list) else v for k, v in data.items()
         }
+        # a registry written before host keys were checked: its hosts were let
+        # in unchecked, so checking now would leave it impossible to heal
+        fields.setdefault("ssh_check_host_keys", False)
         try:
             return cls(**fields).validate()
         except TypeError as e:
@@ -163,6 +166,8 @@ def make_backend(spec: ClusterSpec, work_dir: Path, build_image: bool = False) -
             raise ClusterError("backend local makes its own nodes: hosts are for backend ssh")
         return LocalBackend(spec.name, spec.count, spec.node_root or str(work_dir))
     if spec.backend == "docker":
+        if spec.hosts:
+            raise ClusterError("backend docker makes its own nodes: hosts are for backend ssh")
         return DockerBackend(
             spec.name, spec.count, spec.compose_file, spec.bugs, spec.replicated, build_image
         )
@@ -346,10 +351,16 @@ class Cluster:
             if not self.backend.destroy_ends_processes:
                 on_nodes(self.nodes, stop_node)
         finally:
-            self.backend.destroy(self.state)
+            try:
+                self.backend.destroy(self.state)
+            finally:
+                self.close()
+        self.registry.remove()
+
+    def close(self) -> None:
+        """Closes the connections to the nodes (the cluster itself stays)."""
         for node in self.nodes:
             node.remote.close()
-        self.registry.remove()
 
     def status(self) -> list[dict[str, Any]]:
         def one(node: Node) -> dict[str, Any]:

@@ -123,7 +123,9 @@ def cluster_phase(spec: TestSpec, run_dir: RunDir, state: RunState) -> Iterator[
             cluster.collect_logs(run_dir.path / "nodes")
         except Exception as e:  # logs are a nicety; teardown must go on
             log.warning("could not collect node logs: %s", e)
-        if not spec.use_cluster:
+        if spec.use_cluster:
+            cluster.close()  # it stays up; its connections go
+        else:
             cluster.down()
 
 
@@ -139,7 +141,12 @@ def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterato
         )
     from nemesis.package import build
 
-    package = build(list(spec.faults), seed=spec.seed, interval=spec.nemesis_interval)
+    package = build(
+        list(spec.faults),
+        seed=spec.seed,
+        interval=spec.nemesis_interval,
+        coordinator={"group": test.get("namespace", "jepka")},  # the workload's group
+    )
     with cluster.healing():  # heals on the way out, also on SIGTERM/SIGHUP
         nemesis = ValidatingNemesis(package.bind(cluster.nemesis_context(seed=spec.seed)))
         try:  # teardown also closes the context's roles client, even after a failed setup
@@ -199,8 +206,10 @@ def run_test(
     with ExitStack() as stack:
         cluster = stack.enter_context(cluster_phase(spec, run_dir, state))
         bootstrap = spec.bootstrap or cluster.bootstrap
-        # on an existing cluster, names of the run's own: no earlier run's records
-        namespace = f"jepka-{uuid.uuid4().hex[:8]}" if spec.bootstrap else "jepka"
+        # on a cluster the test did not start, names of the run's own: no
+        # earlier run's records
+        fresh = not (spec.bootstrap or spec.use_cluster)
+        namespace = "jepka" if fresh else f"jepka-{uuid.uuid4().hex[:8]}"
         workload = build_workload(spec.workload_options(namespace), bootstrap)
         test.update(
             workload.test_data,

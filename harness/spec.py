@@ -325,8 +325,8 @@ def _coerce(opt: Option, raw: Any, where: str) -> Any:
     return tuple(out) if opt.is_list else out[0]
 
 
-def _registered(name: str, store: str, bootstrap: str) -> int:
-    """How many nodes the registered cluster ``name`` has."""
+def _registered(name: str, store: str, bootstrap: str) -> ClusterSpec:
+    """The spec of the registered cluster ``name``."""
     if bootstrap:
         raise SpecError("use-cluster and bootstrap-server exclude each other: pick one cluster")
     try:
@@ -335,7 +335,7 @@ def _registered(name: str, store: str, bootstrap: str) -> int:
         raise SpecError(str(e)) from None
     if data is None:
         raise SpecError(f"use-cluster: no cluster named {name!r} is registered in {store}/.faults")
-    return ClusterSpec.from_json(data["spec"]).count
+    return ClusterSpec.from_json(data["spec"])
 
 
 def read_properties(path: str | Path) -> dict[str, str]:
@@ -392,8 +392,16 @@ def resolve(
             if opt is None:
                 raise SpecError(f"{where}: unknown setting {key.replace('_', '-')!r}")
             values[opt.name] = _coerce(opt, raw, where)
-    if values["use_cluster"]:
-        values["nodes"] = _registered(values["use_cluster"], values["store"], values["bootstrap"])
+    if values["use_cluster"]:  # the cluster's own settings, whatever the flags say
+        registered = _registered(values["use_cluster"], values["store"], values["bootstrap"])
+        values.update(
+            nodes=registered.count,
+            cluster=registered.backend,
+            db=registered.db,
+            bug=tuple(registered.bugs),
+            hosts=tuple(registered.hosts),
+            kafka_home=registered.kafka_home or "",
+        )
     if values["replication_factor"] is None:
         values["replication_factor"] = 1 if values["bootstrap"] else min(3, values["nodes"])
     if values["min_isr"] is None:

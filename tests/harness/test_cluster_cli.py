@@ -147,6 +147,7 @@ def test_jepka_test_uses_a_cluster_made_earlier_and_leaves_it_up_and_healed(
             [
                 "test",
                 *("--use-cluster", name, "--store", store, "--workload", "queue"),
+                *("--bug", "no-dedup"),  # the cluster's own settings win: it has no bug
                 *("--nemesis", "partition", "--nemesis-interval", "2", "--time-limit", "6"),
                 *("--rate", "30", "--concurrency", "3", "--key-count", "4", "--seed", "2"),
                 *("--recovery-time", "1", "--final-time-limit", "30"),
@@ -156,6 +157,7 @@ def test_jepka_test_uses_a_cluster_made_earlier_and_leaves_it_up_and_healed(
         assert code == 0 and "valid: True" in out, out + err
         test = json.loads(((Path(store) / "latest").resolve() / "test.json").read_text())
         assert test["cluster"]["name"] == name and test["spec"]["replication_factor"] == 3
+        assert test["spec"]["bug"] == [] and test["namespace"].startswith("jepka-")
         cluster = Cluster.attach(name, store)  # still registered, healed, answering
         assert all(row["broker"] == "running" for row in cluster.status())
         assert all(row["drop_rules"] == 0 for row in cluster.status())
