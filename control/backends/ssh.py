@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import threading
 import time
 import uuid
@@ -32,7 +33,7 @@ CONNECT_ATTEMPTS = 4
 class SshConfig:
     """How to reach the hosts; what is not given here comes from the OpenSSH
     client config file (``Host`` blocks: HostName, User, Port, IdentityFile,
-    UserKnownHostsFile, ProxyJump, ProxyCommand), then OpenSSH's defaults."""
+    UserKnownHostsFile, ProxyJump, ProxyCommand), then root and port 22."""
 
     user: str | None = None
     port: int | None = None
@@ -77,6 +78,24 @@ class Target:
     proxy_command: str | None
 
 
+MAX_HOPS = 8
+
+
+def parse_hop(text: str) -> tuple[str | None, str, int | None]:
+    """``[ssh://][user@]host[:port]`` (an IPv6 host in brackets) as
+    ``(user, host, port)``."""
+    text = text.strip().removeprefix("ssh://")
+    user, _, hostport = text.rpartition("@")
+    if hostport.startswith("["):
+        host, _, rest = hostport[1:].partition("]")
+        port = rest.removeprefix(":")
+    else:
+        host, _, port = hostport.partition(":")
+    if not host or (port and not port.isdigit()):
+        raise ClusterError(f"ProxyJump {text!r}: expected [user@]host[:port]")
+    return user or None, host, int(port) if port else None
+
+
 class _UnknownHostKey(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: Any) -> None:
         raise ClusterError(
@@ -90,10 +109,17 @@ class SshRemote:
     """One SSH connection to one host, opened on first use."""
 
     def __init__(
-        self, host: str, config: SshConfig, log_path: str | None = None, via: str | None = None
+        self,
+        host: str,
+        config: SshConfig,
+        log_path: str | None = None,
+        via: str | None = None,
+        hops: int = 0,
     ) -> None:
-        """``via`` (``[user@]host[:port],...``) overrides the config's ProxyJump."""
+        """``via`` (``[user@]host[:port],...``) overrides the config's ProxyJump;
+        ``hops`` counts the jump hosts this one is reached through."""
         self.host = host
+        self.hops = hops
         self.config = config
         self.target = config.target(host)
         if via is not None:
@@ -117,7 +143,15 @@ class SshRemote:
                 client = self._new_client()
                 try:
                     self._open(client)
-                except paramiko.AuthenticationException:
+                except paramiko.BadHostKeyException as e:
+                    client.close()
+                    raise ClusterError(
+                        f"{e.hostname}: its host key is not the one known_hosts holds "
+                        "(a reinstalled host, or someone in between); check it, then fix "
+                        "known_hosts"
+                    ) from None
+                except (paramiko.AuthenticationException, ClusterError):
+                    client.close()
                     raise
                 except (OSError, paramiko.SSHException):
                     client.close()
@@ -160,11 +194,15 @@ class SshRemote:
         t = self.target
         if t.proxy_jump:
             if self._jump is None:  # the last hop, reached through the ones before it
+                if self.hops >= MAX_HOPS:
+                    raise ClusterError(
+                        f"{self.host}: ProxyJump goes round in circles (over {MAX_HOPS} hops); "
+                        "give the jump host ProxyJump none in the ssh config"
+                    )
                 *before, last = t.proxy_jump.split(",")
-                user, _, hostport = last.rpartition("@")
-                host, _, port = hostport.partition(":")
-                hop = replace(self.config, user=user or None, port=int(port) if port else None)
-                self._jump = SshRemote(host, hop, via=",".join(before) or None)
+                user, host, port = parse_hop(last)
+                hop = replace(self.config, user=user, port=port)
+                self._jump = SshRemote(host, hop, via=",".join(before) or None, hops=self.hops + 1)
             transport = self._jump._connect().get_transport()
             assert transport is not None
             return transport.open_channel("direct-tcpip", (t.hostname, t.port), ("127.0.0.1", 0))
@@ -215,7 +253,16 @@ class SshRemote:
             self.execute(f"rm -f {source}")
 
     def client_address(self) -> str:
-        """This machine's address as the host sees it (from `SSH_CLIENT`)."""
+        """This machine's address as the host sees it: where SSH comes from
+        (`SSH_CLIENT`), or, through a jump host or a proxy command (which SSH
+        comes from instead), the address this machine sends from to the host."""
+        if self.target.proxy_jump or self.target.proxy_command:
+            family, _, _, _, address = socket.getaddrinfo(
+                self.target.hostname, 9, type=socket.SOCK_DGRAM
+            )[0]
+            with socket.socket(family, socket.SOCK_DGRAM) as probe:
+                probe.connect(address)  # a route lookup: nothing is sent
+                return str(probe.getsockname()[0])
         _, stdout, _ = self._connect().exec_command("echo $SSH_CLIENT")
         return stdout.read().decode().split()[0]
 

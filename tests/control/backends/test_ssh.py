@@ -112,5 +112,7 @@ def test_the_ssh_config_names_hosts_and_jumps_through_another(
     try:
         assert node.address == second
         assert node.run("echo $SSH_CLIENT").out.split()[0] == first
+        # the clients' address is this machine's towards the host, not the jump host's
+        assert backend.client_address({}, [node]) == ssh_hosts.gateway
     finally:
         node.remote.close()
