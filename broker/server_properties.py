@@ -51,8 +51,9 @@ IGNORED_KEYS = frozenset(
         "group.coordinator.rebalance.protocols",
     }
 )
-#: Kafka's coarser spellings of a setting, with the factor to its milliseconds
-MILLIS = {"log.retention.hours": 3_600_000, "log.retention.minutes": 60_000}
+#: Kafka's coarser spellings of the retention time, finest first, with the
+#: factor to milliseconds; the finest given wins, as in Kafka
+MILLIS = {"log.retention.ms": 1, "log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
 
 
 @dataclass
@@ -71,6 +72,7 @@ def read_layout(items: Iterable[tuple[str, str]]) -> Layout:
     """Splits a properties file's ``(where, key=value)`` items into the
     node's layout and its broker settings."""
     raw: dict[str, tuple[str, str]] = {}
+    retention: dict[str, tuple[str, str]] = {}
     layout = Layout()
     for where, item in items:
         key, eq, value = item.partition("=")
@@ -82,9 +84,13 @@ def read_layout(items: Iterable[tuple[str, str]]) -> Layout:
         elif key in IGNORED_KEYS:
             continue
         elif key in MILLIS:
-            layout.settings.append((where, f"retention.ms={_millis(key, value, where)}"))
+            retention[key] = (where, value)
         else:
             layout.settings.append((where, item))
+    finest = next((k for k in MILLIS if k in retention), None)
+    if finest is not None:
+        where, value = retention[finest]
+        layout.settings.append((where, f"retention.ms={_millis(finest, value, where)}"))
     _roles(raw.get("process.roles"))
     if "node.id" in raw:
         where, value = raw["node.id"]
@@ -106,10 +112,12 @@ def read_layout(items: Iterable[tuple[str, str]]) -> Layout:
 
 
 def _millis(key: str, value: str, where: str) -> int:
+    """The retention in milliseconds; -1 (unlimited) stays -1."""
     try:
-        return int(value) * MILLIS[key]
+        number = int(value)
     except ValueError:
         raise ConfigError(f"{where}: {key} must be a number, got {value!r}") from None
+    return -1 if number == -1 else number * MILLIS[key]
 
 
 def _roles(entry: tuple[str, str] | None) -> None:

@@ -441,11 +441,15 @@ def _differences(
             found.append(f"replication factor {rf}, not {config.replication_factor}")
         if config.min_isr:
             resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-            entries = admin.describe_configs([resource])[resource].result(timeout_s)
-            entry = entries.get("min.insync.replicas")
-            value = entry.value if entry is not None else None
-            if value != str(config.min_isr):
-                found.append(f"min.insync.replicas {value}, not {config.min_isr}")
+            try:  # only reported: a cluster may refuse DescribeConfigs (ACLs)
+                entries = admin.describe_configs([resource])[resource].result(timeout_s)
+            except KafkaException as e:
+                found.append(f"min.insync.replicas unknown ({e.args[0].str()})")
+            else:
+                entry = entries.get("min.insync.replicas")
+                value = entry.value if entry is not None else None
+                if value != str(config.min_isr):
+                    found.append(f"min.insync.replicas {value}, not {config.min_isr}")
         if found:
             out[topic] = "; ".join(found)
     return out

@@ -11,6 +11,7 @@ Spark stopped its context, so one lost JVM does not fail every later check of a
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import functools
 import gc
@@ -181,11 +182,12 @@ def _start_jvm_quietly(conf: SparkConf) -> None:
 
 def filter_jvm_stderr(stream: Any) -> None:
     """Copies the JVM's stderr lines to ours, but for ``STARTUP_NOISE``."""
-    for line in iter(stream.readline, b""):
+    for line in iter(stream.readline, b""):  # drained to the end, so the JVM never blocks
         text = line.decode(errors="replace")
         if not STARTUP_NOISE.search(text):
-            sys.stderr.write(text)
-            sys.stderr.flush()
+            with contextlib.suppress(OSError, ValueError):  # our stderr may be closed
+                sys.stderr.write(text)
+                sys.stderr.flush()
 
 
 def in_background(fn: Callable[..., T], *args: Any, name: str) -> Future[T]:

@@ -61,6 +61,19 @@ def test_kafkas_shipped_server_properties_start_a_node(tmp_path: Path) -> None:
     assert config["segment.bytes"] == 1073741824  # type: ignore[index]
 
 
+@pytest.mark.parametrize(
+    ("lines", "millis"),
+    [
+        ("log.retention.hours=-1\n", -1),  # unlimited
+        ("log.retention.ms=5000\nlog.retention.hours=2\n", 5000),  # the finest wins
+        ("log.retention.minutes=3\n", 180_000),
+    ],
+)
+def test_retention_as_kafka_reads_it(tmp_path: Path, lines: str, millis: int) -> None:
+    text = SHIPPED.replace("log.retention.hours=168\n", "") + lines
+    assert load(tmp_path, text)["retention.ms"] == millis  # type: ignore[index]
+
+
 def test_the_command_line_wins_over_the_file(tmp_path: Path) -> None:
     config = load(
         tmp_path,
