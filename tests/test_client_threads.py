@@ -64,7 +64,9 @@ def test_a_leaked_producer_fails_its_test_and_the_run_exits_at_once(tmp_path: Pa
     exit_after_s = time.monotonic() - summary_at if summary_at else None
     out = "".join(lines)
     assert code == pytest.ExitCode.TESTS_FAILED, out
-    assert exit_after_s is not None and exit_after_s < 3, (exit_after_s, out)
+    # at once: a run waiting on the leaked clients would not end before proc.wait gives up;
+    # the bound leaves room for a busy machine
+    assert exit_after_s is not None and exit_after_s < 15, (exit_after_s, out)
     assert "2 passed, 1 error" in out, out  # test_leaks passes, then fails its teardown
     assert re.search(r"test_leak.py::test_leaks left 3 Kafka client threads \(.*rdk:main", out)
     assert "test_closes left" not in out

@@ -120,10 +120,10 @@ def test_daemon_survives_its_command_and_obeys_signals(node: Node) -> None:
     try:
         eventually(partial(process_state, node), 10, what="the daemon's process exists")
         assert process_state(node) in RUNNING
-        node.run(signal_line(pidfile, "STOP"))
-        assert process_state(node) == "T"
+        node.run(signal_line(pidfile, "STOP"))  # signals arrive when the kernel gets to it
+        eventually(lambda: process_state(node) == "T", 10, what="the daemon stopped")
         node.run(signal_line(pidfile, "CONT"))
-        assert process_state(node) in RUNNING
+        eventually(lambda: process_state(node) in RUNNING, 10, what="the daemon runs again")
     finally:
         node.run(signal_line(pidfile, "KILL"))
     eventually(lambda: process_state(node) == "", 10, what="the killed daemon is gone")
