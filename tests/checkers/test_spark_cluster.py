@@ -81,8 +81,11 @@ CHECK_ON_CLUSTER = textwrap.dedent(
     result = check(sys.argv[1], spark_master=sys.argv[2])
     spark = get_session(sys.argv[2])
 
-    def loaded(_):  # jepka's modules an executor's Python worker has imported, and from where
-        import sys
+    def loaded(_):  # every checker module imported on an executor: which of jepka's files?
+        import importlib, pkgutil, sys
+        import checkers
+        for info in pkgutil.walk_packages(checkers.__path__, "checkers."):
+            importlib.import_module(info.name)
         tops = {"broker", "history", "generator", "control", "workloads", "nemesis",
                 "checkers", "reports", "harness"}
         return [getattr(m, "__file__", "") or "" for name, m in list(sys.modules.items())
