@@ -17,22 +17,25 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = re.compile(r"\d+ (passed|failed|error).* in [\d.]+s")
 
+# test_closes runs first: once test_leaks has leaked its producer, that
+# producer may start broker threads of its own at any time, which a later
+# test's check would count as that test's.
 LEAKING = """
 from confluent_kafka import Producer
 
 KEPT = []
 
 
-def test_leaks() -> None:
-    producer = Producer({{"bootstrap.servers": "127.0.0.1:{port}", "log_level": 0}})
-    producer.produce("t", b"never delivered")
-    KEPT.append(producer)
-
-
 def test_closes(kafka_clients) -> None:
     conf = {{"bootstrap.servers": "127.0.0.1:{port}", "log_level": 0}}
     kafka_clients.producer(conf).produce("t", b"dropped at close")
     kafka_clients.admin(conf)
+
+
+def test_leaks() -> None:
+    producer = Producer({{"bootstrap.servers": "127.0.0.1:{port}", "log_level": 0}})
+    producer.produce("t", b"never delivered")
+    KEPT.append(producer)
 """
 
 
