@@ -161,13 +161,11 @@ def default_broker_command() -> tuple[str, ...]:
 
 def make_backend(spec: ClusterSpec, work_dir: Path, build_image: bool = False) -> Backend:
     """The spec's backend; `work_dir` keeps the cluster's files on this machine."""
+    if spec.hosts and spec.backend != "ssh":
+        raise ClusterError(f"backend {spec.backend} makes its own nodes: hosts are for backend ssh")
     if spec.backend == "local":
-        if spec.hosts:
-            raise ClusterError("backend local makes its own nodes: hosts are for backend ssh")
         return LocalBackend(spec.name, spec.count, spec.node_root or str(work_dir))
     if spec.backend == "docker":
-        if spec.hosts:
-            raise ClusterError("backend docker makes its own nodes: hosts are for backend ssh")
         return DockerBackend(
             spec.name, spec.count, spec.compose_file, spec.bugs, spec.replicated, build_image
         )

@@ -51,6 +51,11 @@ class Option:
     aliases: tuple[str, ...] = ()
 
     @property
+    def flags(self) -> list[str]:
+        """Its command-line spellings, the aliases (Kafka's) first."""
+        return ["--" + name.replace("_", "-") for name in (*self.aliases, self.name)]
+
+    @property
     def is_switch(self) -> bool:
         """On or off: a flag and its ``--no-`` form on the command line."""
         return self.kind is _bool
@@ -281,7 +286,7 @@ class TestSpec:
             default = opt.default if not isinstance(opt.default, list) else tuple(opt.default)
             if opt.name == "test_count" or value == default:
                 continue
-            flag = "--" + opt.name.replace("_", "-")
+            flag = opt.flags[-1]
             if opt.is_switch:
                 parts.append(flag if value else "--no-" + flag[2:])
             else:

@@ -32,7 +32,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--config", metavar="FILE", help="YAML file of settings (flags win)")
     for opt in OPTIONS:
-        flags = ["--" + name.replace("_", "-") for name in (*opt.aliases, opt.name)]
         default = opt.default if not isinstance(opt.default, list) else ",".join(opt.default)
         shown = opt.derived or (default if default not in ("", None) else "none")
         help_text = f"{opt.help} (default: {shown})"
@@ -48,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             kwargs["action"] = argparse.BooleanOptionalAction
         if opt.name == "bug":
             kwargs["action"] = "append"
-        parser.add_argument(*flags, **kwargs)
+        parser.add_argument(*opt.flags, **kwargs)
     parser.set_defaults(run=_run)
 
 
