@@ -12,6 +12,14 @@ import pytest
 from harness.cli import main
 from tests.nemesis.probes import netns_available
 
+#: what a live `jepka test` on a cluster of network namespaces is marked
+LIVE_RUN = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.broker,
+    pytest.mark.spark,
+    pytest.mark.netns,
+]
 REPLICATED = ("--nodes", "3", "--replication-factor", "3", "--min-isr", "2")
 
 

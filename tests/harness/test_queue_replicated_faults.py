@@ -13,17 +13,11 @@ from pathlib import Path
 import pytest
 
 from control.backends.local import cluster_tag
-from tests.harness.runs import history_ops, run_replicated
+from tests.harness.runs import LIVE_RUN, history_ops, run_replicated
 from tests.nemesis.probes import leftovers
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.integration,
-    pytest.mark.broker,
-    pytest.mark.spark,
-    pytest.mark.netns,
-    pytest.mark.acceptance,  # as the matrix's live runs; their recorded histories are in make test
-]
+# marked acceptance as the matrix's live runs; their recorded histories are in make test
+pytestmark = [*LIVE_RUN, pytest.mark.acceptance]
 FAULTS = {"kill", "pause", "start-partition"}
 
 

@@ -13,16 +13,10 @@ from pathlib import Path
 import pytest
 
 from control.backends.local import cluster_tag
-from tests.harness.runs import history_ops, run_replicated
+from tests.harness.runs import LIVE_RUN, history_ops, run_replicated
 from tests.nemesis.probes import leftovers
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.integration,
-    pytest.mark.broker,
-    pytest.mark.spark,
-    pytest.mark.netns,
-]
+pytestmark = LIVE_RUN
 
 BLOCK = re.compile(r"producer id block \[(\d+), (\d+)\)")
 

@@ -13,14 +13,9 @@ import pytest
 
 from harness.cli import main
 from tests.control.db.standin_kafka import make_kafka_home
+from tests.harness.runs import LIVE_RUN
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.integration,
-    pytest.mark.broker,
-    pytest.mark.spark,
-    pytest.mark.netns,
-]
+pytestmark = LIVE_RUN
 
 
 def test_a_kafka_installation_runs_a_test_under_kills(
