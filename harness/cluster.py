@@ -42,6 +42,7 @@ from nemesis.base import NemesisContext
 from nemesis.package import NODE_HEALS
 from nemesis.roles import KafkaRoles
 from nemesis.targets import Roles
+from workloads.keys import KeyMap
 
 log = logging.getLogger(__name__)
 
@@ -291,9 +292,12 @@ class Cluster:
         return cls(ClusterSpec.from_json(data["spec"]), store, data.get("state", {}))
 
     # --- faults ---------------------------------------------------------
-    def nemesis_context(self, *, seed: int = 0, roles: Roles | None = None) -> NemesisContext:
+    def nemesis_context(
+        self, *, seed: int = 0, roles: Roles | None = None, key_map: KeyMap | None = None
+    ) -> NemesisContext:
         """What nemeses need; roles (controller, leaders, coordinators) are
-        asked of the live cluster through a Kafka client unless given."""
+        asked of the live cluster through a Kafka client unless given;
+        ``key_map`` is the workload's, for targets such as a key's leader."""
         rng = random.Random(seed)
         return NemesisContext(
             nodes=self.nodes,
@@ -302,6 +306,7 @@ class Cluster:
             roles=roles or KafkaRoles(self.nodes, self.db.port, random.Random(f"{seed}:roles")),
             record=self.registry.add_fault,
             rng=rng,
+            key_map=key_map or KeyMap(),
         )
 
     def heal(self, ready_timeout: float = 60.0) -> None:

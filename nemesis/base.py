@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 from control.backends.base import Node
 from control.db.base import DaemonDB
-from nemesis.targets import Roles
+from nemesis.targets import NodeSpec, Roles, resolve
+from workloads.keys import KeyMap
 
 OpDict = dict[str, Any]
 
@@ -29,7 +30,8 @@ class NemesisError(ValueError):
 @dataclass
 class NemesisContext:
     """What a nemesis may touch: the nodes, the DB adapter that runs brokers on
-    them, the address clients connect from, and who holds roles."""
+    them, the address clients connect from, who holds roles, and the
+    workload's keys (for targets such as the leader of a key)."""
 
     nodes: list[Node]
     db: DaemonDB
@@ -37,10 +39,15 @@ class NemesisContext:
     roles: Roles | None = None
     record: Callable[[str, Any], None] = lambda f, detail: None
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    key_map: KeyMap = field(default_factory=KeyMap)
 
     @property
     def names(self) -> list[str]:
         return [n.name for n in self.nodes]
+
+    def targets(self, spec: NodeSpec) -> list[str]:
+        """The nodes a node spec denotes on this cluster now."""
+        return resolve(spec, self.names, self.rng, self.roles, self.key_map.topic_partition)
 
     def node(self, name: str) -> Node:
         for n in self.nodes:

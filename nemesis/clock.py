@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from control.backends.base import Node
@@ -21,7 +21,8 @@ from control.remote import on_nodes
 from nemesis.base import Nemesis, NemesisContext, NemesisError, OpDict, complete
 from nemesis.family import DEFAULT_TARGETS, Build, FaultFamily, FaultOptions
 from nemesis.schedule import Fault
-from nemesis.targets import resolve
+from nemesis.targets import check as check_targets
+from nemesis.targets import pin
 
 MAX_STROBE_S = 60.0
 
@@ -41,7 +42,7 @@ def set_offset(node: Node, ms: float) -> None:
 
 def _targets(ctx: NemesisContext, value: Any) -> list[str]:
     spec = value.get("targets", "one") if isinstance(value, dict) else value
-    return resolve(spec, ctx.names, ctx.rng, ctx.roles)
+    return ctx.targets(spec)
 
 
 class Clock:
@@ -106,13 +107,37 @@ def strobe(rng: random.Random) -> dict[str, Any]:
     }
 
 
+def _checker(numbers: tuple[str, ...]) -> Callable[[Any], None]:
+    """Checks a clock op's value: a mapping of ``targets`` (a node spec) and
+    the numbers the op needs."""
+
+    def check(value: Any) -> None:
+        if not isinstance(value, dict):
+            raise NemesisError(f"expected a mapping with {', '.join(numbers)}, got {value!r}")
+        for key in numbers:
+            if isinstance(value.get(key), bool) or not isinstance(value.get(key), int | float):
+                raise NemesisError(f"{key} must be a number, got {value.get(key)!r}")
+        check_targets(value.get("targets", "one"))
+
+    return check
+
+
+def pin_clock(value: Any, done: Any) -> Any:
+    """A clock op's value with randomly drawn targets pinned to the nodes hit."""
+    if not isinstance(value, dict) or not isinstance(done, dict):
+        return value
+    return {**value, "targets": pin(value.get("targets", "one"), done.get("nodes"))}
+
+
 def build(chosen: Sequence[str], options: FaultOptions) -> Build:
     nemeses: list[Nemesis] = [Clock()] if chosen else []
     faults: list[Fault] = []
     if "clock" in chosen:
-        faults.append(Fault("clock", "bump-clock", bump, "reset-clock"))
+        check = _checker(("delta_ms",))
+        faults.append(Fault("clock", "bump-clock", bump, "reset-clock", "all", check, pin_clock))
     if "clock-strobe" in chosen:
-        faults.append(Fault("clock-strobe", "strobe-clock", strobe, None))
+        check = _checker(("delta_ms", "period_ms", "duration_s"))
+        faults.append(Fault("clock-strobe", "strobe-clock", strobe, None, "all", check, pin_clock))
     return Build(nemeses, faults)
 
 

@@ -18,7 +18,7 @@ from nemesis.base import NemesisContext, NemesisError, OpDict, complete
 from nemesis.family import Build, FaultFamily, FaultOptions
 from nemesis.process import restart_all
 from nemesis.schedule import Fault
-from nemesis.targets import resolve
+from nemesis.targets import check, pin_nodes
 
 LEDGER = "fsync.ledger"
 #: Files in the data directory that are not data: the ledger and the broker's log.
@@ -85,7 +85,7 @@ class LoseUnfsynced:
     def invoke(self, ctx: NemesisContext, op: OpDict) -> OpDict:
         if op["f"] != "lose-unfsynced":
             raise NemesisError(f"lose-unfsynced nemesis cannot do f={op['f']!r}")
-        names = resolve(op.get("value", "one"), ctx.names, ctx.rng, ctx.roles)
+        names = ctx.targets(op.get("value", "one"))
         ctx.record("lose-unfsynced", names)
         nodes = [ctx.node(n) for n in names]
         on_nodes(nodes, ctx.db.kill)
@@ -109,7 +109,14 @@ class LoseUnfsynced:
 def build(chosen: Sequence[str], options: FaultOptions) -> Build:
     if not chosen:
         return Build([], [])
-    fault = Fault("lose-unfsynced", "lose-unfsynced", options.pick_target, None)
+    fault = Fault(
+        "lose-unfsynced",
+        "lose-unfsynced",
+        options.pick_target,
+        None,
+        check=check,
+        pin=pin_nodes("nodes"),
+    )
     return Build([LoseUnfsynced()], [fault])
 
 

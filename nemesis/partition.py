@@ -5,11 +5,14 @@ rules inside each node's network stack, healed by flushing our chains.
 - Jepsen's grudges `one`, `majority`, `majorities-ring`, `minority-third`,
   `bridge`;
 - role-targeted cuts, asking the live cluster who holds the role:
-  `isolate-leader` (`topic`/`partition`, else a random partition's leader),
+  `isolate-leader` (of a `key`'s partition, or of `topic`/`partition`, else
+  of a random partition),
   `isolate-controller`, `isolate-coordinator` (`group` or `transactional_id`);
 - `clients`: cut the harness (clients) off from the `targets` brokers (a node
   spec, default `minority`) while brokers still see each other.
-The completion records the exact grudge (or cut) so the history shows it.
+The completion records the exact grudge (or cut) so the history shows it;
+a grudge kind given with its `grudge` applies that grudge as it is, which is
+how a replay repeats a partition drawn at random.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from nemesis.base import NemesisContext, NemesisError, OpDict, complete
 from nemesis.family import Build, FaultFamily, FaultOptions
 from nemesis.grudge import GRUDGES, Grudge, isolate
 from nemesis.schedule import Fault
-from nemesis.targets import resolve
+from nemesis.targets import pin
 
 ROLE_KINDS = ("isolate-leader", "isolate-controller", "isolate-coordinator")
 KINDS = (*GRUDGES, *ROLE_KINDS, "clients")
@@ -49,11 +52,45 @@ def _spec(value: Any) -> dict[str, Any]:
     return spec
 
 
+def given_grudge(described: Any, names: Sequence[str]) -> Grudge:
+    """A grudge written out (node → the nodes it drops), on these nodes."""
+    if not isinstance(described, Mapping):
+        raise NemesisError(f"a grudge maps nodes to the nodes they drop, got {described!r}")
+    unknown = sorted({str(n) for n, ds in described.items() for n in [n, *ds]} - set(names))
+    if unknown:
+        raise NemesisError(f"grudge names unknown node(s) {', '.join(unknown)}")
+    return {n: frozenset(described.get(n, ())) for n in names}
+
+
+def check(value: Any) -> None:
+    """Raises NemesisError for a start value that names no partition kind."""
+    spec = _spec(value)
+    grudge = spec.get("grudge")
+    if grudge is not None and not (
+        isinstance(grudge, Mapping) and all(isinstance(v, list) for v in grudge.values())
+    ):
+        raise NemesisError(f"a grudge maps nodes to lists of nodes, got {grudge!r}")
+
+
+def pin_partition(value: Any, done: Any) -> Any:
+    """A partition drawn at random pinned to the grudge (or cut) applied."""
+    if not isinstance(done, Mapping):
+        return value
+    spec = _spec(value)
+    if spec["kind"] in GRUDGES and isinstance(done.get("grudge"), Mapping):
+        return {**spec, "grudge": done["grudge"]}
+    if spec["kind"] == "clients":
+        return {**spec, "targets": pin(spec.get("targets", "minority"), done.get("cut"))}
+    return value
+
+
 def role_holder(ctx: NemesisContext, spec: Mapping[str, Any]) -> str:
     """The node holding the role a role-targeted partition cuts off."""
     if ctx.roles is None:
         raise NemesisError(f"{spec['kind']} needs a cluster to ask who holds the role")
     kind = spec["kind"]
+    if kind == "isolate-leader" and "key" in spec:
+        return ctx.roles.leader(*ctx.key_map.topic_partition(int(spec["key"])))
     if kind == "isolate-leader":
         return ctx.roles.leader(spec.get("topic"), spec.get("partition"))
     if kind == "isolate-controller":
@@ -70,11 +107,13 @@ def plan(ctx: NemesisContext, value: Any) -> tuple[dict[str, Any], Grudge | None
     None for `clients`) and, for `clients`, the brokers cut from clients."""
     spec = _spec(value)
     kind = spec["kind"]
+    if kind in GRUDGES and "grudge" in spec:
+        return spec, given_grudge(spec["grudge"], ctx.names), []
     if kind in GRUDGES:
         return spec, GRUDGES[kind](ctx.names, ctx.rng), []
     if kind in ROLE_KINDS:
         return spec, isolate(ctx.names, [role_holder(ctx, spec)]), []
-    return spec, None, resolve(spec.get("targets", "minority"), ctx.names, ctx.rng, ctx.roles)
+    return spec, None, ctx.targets(spec.get("targets", "minority"))
 
 
 class Partition:
@@ -124,7 +163,15 @@ def build(chosen: Sequence[str], options: FaultOptions) -> Build:
         kind = rng.choice(kinds)
         return {"kind": kind, **extra} if kind == "isolate-coordinator" else kind
 
-    fault = Fault("partition", "start-partition", pick_kind, "stop-partition", None)
+    fault = Fault(
+        "partition",
+        "start-partition",
+        pick_kind,
+        "stop-partition",
+        None,
+        check,
+        pin_partition,
+    )
     return Build([Partition()], [fault])
 
 

@@ -10,7 +10,7 @@ from control.remote import on_nodes
 from nemesis.base import Nemesis, NemesisContext, NemesisError, OpDict, complete
 from nemesis.family import Build, FaultFamily, FaultOptions
 from nemesis.schedule import Fault
-from nemesis.targets import resolve
+from nemesis.targets import check, pin_nodes
 
 
 def restart_all(ctx: NemesisContext) -> list[str]:
@@ -50,7 +50,7 @@ class _TargetedProcessFault:
 
     def invoke(self, ctx: NemesisContext, op: OpDict) -> OpDict:
         if op["f"] == self.start_f:
-            names = resolve(op.get("value"), ctx.names, ctx.rng, ctx.roles)
+            names = ctx.targets(op.get("value"))
             ctx.record(self.start_f, names)
             self.apply(ctx, [ctx.node(n) for n in names])
             return complete(op, {self.done[0]: names})
@@ -98,12 +98,12 @@ def heal_node(node: Node, db: DaemonDB, nodes: Sequence[Node]) -> None:
 def build(chosen: Sequence[str], options: FaultOptions) -> Build:
     nemeses: list[Nemesis] = []
     faults: list[Fault] = []
-    if "kill" in chosen:
-        nemeses.append(Kill())
-        faults.append(Fault("kill", "kill", options.pick_target, "start"))
-    if "pause" in chosen:
-        nemeses.append(Pause())
-        faults.append(Fault("pause", "pause", options.pick_target, "resume"))
+    for cls in (Kill, Pause):
+        if cls.start_f in chosen:
+            nemeses.append(cls())
+            start, stop, (done, _) = cls.start_f, cls.stop_f, cls.done
+            pinned = pin_nodes(done)
+            faults.append(Fault(start, start, options.pick_target, stop, check=check, pin=pinned))
     return Build(nemeses, faults)
 
 

@@ -30,13 +30,18 @@ ValueFn = Callable[[random.Random], Any]
 @dataclass(frozen=True, slots=True)
 class Fault:
     """One fault kind: its start op (value drawn per start) and its stop op
-    (None for one-shot faults such as lose-unfsynced)."""
+    (None for one-shot faults such as lose-unfsynced), how to check a start
+    value written by hand, and how to pin one drawn at random to what a run
+    did (`pin(value, completion value)`: the nodes hit; roles stay, to be
+    asked afresh)."""
 
     name: str
     start_f: str
     start_value: ValueFn
     stop_f: str | None
     stop_value: Any = "all"
+    check: Callable[[Any], None] = lambda value: None
+    pin: Callable[[Any, Any], Any] = lambda value, done: value
 
     def start(self, rng: random.Random) -> OpDict:
         return {"process": "nemesis", "f": self.start_f, "value": self.start_value(rng)}

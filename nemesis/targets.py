@@ -1,16 +1,17 @@
 """Node specs: which nodes a fault hits (Jepsen's `db-nodes`).
 
 `one`, `minority`, `majority`, `minority-third`, `all`, a random non-empty
-subset (`None`/`"random"`), Kafka roles (`leaders`, `controller`) asked of
-the live cluster through a `Roles` object, or explicit node names.
+subset (`None`/`"random"`), Kafka roles (`leaders`, `controller`, and
+`{leader-of-key: K}`, the leader of key K's partition) asked of the live
+cluster through a `Roles` object, or explicit node names.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from nemesis.grudge import majority
 
@@ -45,17 +46,60 @@ class TargetError(ValueError):
 
 
 SPECS = ("one", "minority", "majority", "minority-third", "all", "random", "leaders", "controller")
+#: the specs that draw their nodes at random: a replay pins them to the nodes drawn
+RANDOM_SPECS = (None, "random", "one", "minority", "majority", "minority-third")
+#: the one key of a mapping spec: the leader of a key's partition
+KEY_LEADER = "leader-of-key"
+
+TopicPartitionOf = Callable[[int], tuple[str, int]]
+NodeSpec = str | Sequence[str] | Mapping[str, Any] | None
+
+
+def check(spec: Any) -> None:
+    """Raises TargetError for a value that is no node spec at all (node
+    names are checked against the cluster when the fault runs)."""
+    if spec is None or (isinstance(spec, str) and spec.strip()):
+        return
+    if isinstance(spec, list) and spec and all(isinstance(x, str) for x in spec):
+        return
+    if isinstance(spec, Mapping) and list(spec) == [KEY_LEADER] and type(spec[KEY_LEADER]) is int:
+        return
+    raise TargetError(
+        f"not a node spec: {spec!r}; expected one of {', '.join(SPECS)}, node names, "
+        f"or {{{KEY_LEADER}: KEY}}"
+    )
+
+
+def pin(spec: Any, done: Any) -> Any:
+    """``spec``, or the nodes it resolved to (``done``) when it drew them at
+    random: what a replay targets to hit the same nodes."""
+    if spec in RANDOM_SPECS and isinstance(done, list) and done:
+        return list(done)
+    return spec
+
+
+def pin_nodes(key: str) -> Callable[[Any, Any], Any]:
+    """A `Fault.pin` for a fault whose start value is a node spec and whose
+    completion lists the nodes hit under ``key``."""
+    return lambda spec, done: pin(spec, done.get(key)) if isinstance(done, Mapping) else spec
 
 
 def resolve(
-    spec: str | Sequence[str] | None,
+    spec: NodeSpec,
     nodes: Sequence[str],
     rng: random.Random,
     roles: Roles | None = None,
+    topic_partition: TopicPartitionOf | None = None,
 ) -> list[str]:
-    """The node names a spec denotes, in cluster order."""
+    """The node names a spec denotes, in cluster order; ``topic_partition``
+    names a key's partition for ``{leader-of-key: K}``."""
     names = list(nodes)
     n = len(names)
+    if isinstance(spec, Mapping):
+        check(spec)
+        if roles is None or topic_partition is None:
+            raise TargetError(f"{KEY_LEADER} needs a cluster to ask who leads the key")
+        return [roles.leader(*topic_partition(int(spec[KEY_LEADER])))]
     if spec is None or spec == "random":
         chosen = rng.sample(names, rng.randint(1, n))
     elif spec == "one":

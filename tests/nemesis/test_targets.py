@@ -4,7 +4,8 @@ import random
 
 import pytest
 
-from nemesis.targets import TargetError, resolve
+from nemesis.targets import KEY_LEADER, TargetError, check, pin, resolve
+from workloads.keys import KeyMap
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]
 
@@ -51,3 +52,34 @@ def test_roles_and_explicit() -> None:
         resolve(["n9"], NODES, rng)
     with pytest.raises(TargetError, match="needs a cluster"):
         resolve("leaders", NODES, rng)
+
+
+class KeyRoles(FixedRoles):
+    """Leads partition 0 of every topic from n1 and partition 1 from n3."""
+
+    def leader(self, topic: str | None = None, partition: int | None = None) -> str:
+        assert topic == "jepka-t1"
+        return {0: "n1", 1: "n3"}[partition]
+
+
+def test_the_leader_of_a_key_is_asked_of_its_partition() -> None:
+    rng = random.Random(0)
+    key_partition = KeyMap().topic_partition
+    assert resolve({KEY_LEADER: 3}, NODES, rng, KeyRoles(), key_partition) == ["n3"]
+    assert resolve({KEY_LEADER: 2}, NODES, rng, KeyRoles(), key_partition) == ["n1"]
+    with pytest.raises(TargetError, match="needs a cluster"):
+        resolve({KEY_LEADER: 2}, NODES, rng)
+
+
+@pytest.mark.parametrize("bad", [3, [], [1], {"leader": 3}, {KEY_LEADER: "3"}, ""])
+def test_check_refuses_what_is_no_node_spec(bad: object) -> None:
+    with pytest.raises(TargetError, match="not a node spec"):
+        check(bad)
+
+
+def test_pin_keeps_roles_and_pins_random_specs() -> None:
+    assert pin("one", ["n2"]) == ["n2"]
+    assert pin(None, ["n1", "n3"]) == ["n1", "n3"]
+    assert pin("majority", []) == "majority"  # nothing hit: stays as meant
+    for role in ("controller", "leaders", {KEY_LEADER: 1}, ["n4"], "all"):
+        assert pin(role, ["n2"]) == role
