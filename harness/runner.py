@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import generator as gen
@@ -26,7 +27,7 @@ from harness.cluster import Cluster, ClusterSpec
 from harness.interpreter import Counts, Interpreter, Outcome
 from harness.protocols import NoopNemesis, ValidatingClient, ValidatingNemesis
 from harness.spec import SpecError, TestSpec
-from harness.store import RunDir
+from harness.store import FAULTS_YML, RunDir
 
 log = logging.getLogger(__name__)
 
@@ -139,16 +140,21 @@ def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterato
         raise SpecError(
             "nemeses need a cluster jepka starts; drop --bootstrap or use --nemesis none"
         )
+    from harness.spec import load_schedule
     from nemesis.package import build
 
+    namespace = test.get("namespace", "jepka")
     package = build(
         list(spec.faults),
         seed=spec.seed,
         interval=spec.nemesis_interval,
-        coordinator={"group": test.get("namespace", "jepka")},  # the workload's group
+        coordinator={"group": namespace},  # the workload's group
+        plan=load_schedule(spec.schedule) if spec.schedule else None,
     )
+    key_map = spec.workload_options(namespace).key_map
     with cluster.healing():  # heals on the way out, also on SIGTERM/SIGHUP
-        nemesis = ValidatingNemesis(package.bind(cluster.nemesis_context(seed=spec.seed)))
+        ctx = cluster.nemesis_context(seed=spec.seed, key_map=key_map)
+        nemesis = ValidatingNemesis(package.bind(ctx))
         try:  # teardown also closes the context's roles client, even after a failed setup
             nemesis = nemesis.setup(test)
             yield nemesis, package
@@ -181,8 +187,11 @@ def run_test(
     spec: TestSpec,
     state: RunState | None = None,
     on_interpreter: Callable[[Interpreter], None] | None = None,
+    origin: Origin | None = None,
 ) -> RunResult:
-    """Runs one test and analyses it; returns the stored run and its results."""
+    """Runs one test and analyses it; returns the stored run and its results.
+    ``origin`` says what the run reproduces (a stored run replayed or
+    shrunk); a run of a schedule file comes from that file."""
     from workloads.workload import build as build_workload
     from workloads.workload import unsupported
 
@@ -199,10 +208,15 @@ def run_test(
         "versions": versions(spec),
         "status": "starting",
     }
+    if origin is None and spec.schedule:
+        origin = Origin("schedule", Path(spec.schedule))
+    if origin is not None:
+        test["origin"] = origin.to_json(run_dir.path)
     run_dir.save_test(test)
     spark = _start_spark()
     outcome: Outcome | None = None
     interpreter: Interpreter | None = None
+    package = None
     with ExitStack() as stack:
         cluster = stack.enter_context(cluster_phase(spec, run_dir, state))
         bootstrap = spec.bootstrap or cluster.bootstrap
@@ -249,12 +263,53 @@ def run_test(
         test["ops_without_completion"] = outcome.abandoned
         state.phase = "healing"
     run_dir.save_test(test)
+    if package is not None:
+        save_faults(run_dir, spec)
     state.phase = "checking"
     results = analyse(run_dir, spark)
     if interpreter is not None and (stuck := interpreter.await_workers(STUCK_CALLS_S)):
         log.warning("%d client(s) still in a call after the run, left open", len(stuck))
     state.phase = "done"
     return RunResult(run_dir, results, outcome)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a run comes from: a schedule file, or the stored run it replays
+    or shrinks (``kind`` says which)."""
+
+    kind: str
+    path: Path
+
+    def to_json(self, run_dir: Path) -> dict[str, str]:
+        """``test.json``'s ``origin``: the path as given and a link relative
+        to the run: to the file, or to a run's report."""
+        target = self.path / "report.html" if self.path.is_dir() else self.path
+        return {
+            "kind": self.kind,
+            "path": str(self.path),
+            "link": os.path.relpath(target.resolve(), run_dir.resolve()),
+        }
+
+
+FAULTS_HEADER = """\
+The faults of this run, from its history (seed {seed}): `at` and `duration`
+in seconds after the workload's start, `target` as meant, `resolved` as the
+nemesis did it. `jepka replay` runs them again on the same nodes;
+`jepka test --schedule` takes this file as it is."""
+
+
+def save_faults(run_dir: RunDir, spec: TestSpec) -> None:
+    """Writes ``faults.yml``: the faults the run applied, read from its history."""
+    from history import read_ops
+    from nemesis.package import KINDS
+    from nemesis.plan import applied
+
+    try:
+        plan = applied(read_ops(run_dir.history_path, "jsonl"), KINDS, spec.time_limit)
+        plan.write(run_dir.path / FAULTS_YML, FAULTS_HEADER.format(seed=spec.seed))
+    except Exception as e:  # the history is what counts; this file is derived
+        log.warning("faults.yml not written: %s", e)
 
 
 def versions(spec: TestSpec) -> dict[str, str]:

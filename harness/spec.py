@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from broker.bugs import BUGS
 from harness.cluster import BACKENDS, DBS, ClusterError, ClusterSpec, Registry
+from nemesis.package import KINDS as FAULT_KINDS
 from nemesis.package import NAMES as NEMESIS_NAMES
+from nemesis.plan import FaultPlan, PlanError, load, read_yaml
 from workloads.workload import WorkloadOptions
 
 WORKLOADS = ("queue", "txn", "eos", "idempotence", "group")
@@ -95,6 +95,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("workload", str, "queue", "what the clients do", WORKLOADS),
     Option("nemesis", str, ["none"], "faults, comma-separated", NEMESES, is_list=True),
     Option("nemesis_interval", float, 10.0, "mean seconds between fault ops", minimum=0.01),
+    Option(
+        "schedule",
+        str,
+        "",
+        "YAML file of the faults to run, at set times and on set targets, instead of "
+        "random ones (a run's faults.yml is one)",
+    ),
     Option("time_limit", float, 30.0, "seconds of workload", minimum=0.1),
     Option("final_time_limit", float, 60.0, "max seconds of final polls", minimum=0.1),
     Option("recovery_time", float, 5.0, "seconds to wait after healing", minimum=0),
@@ -204,6 +211,7 @@ class TestSpec:
     workload: str
     nemesis: tuple[str, ...]
     nemesis_interval: float
+    schedule: str
     time_limit: float
     final_time_limit: float
     recovery_time: float
@@ -343,6 +351,27 @@ def _registered(name: str, store: str, bootstrap: str) -> ClusterSpec:
     return ClusterSpec.from_json(data["spec"])
 
 
+def load_schedule(path: str) -> FaultPlan:
+    """The fault plan in a schedule file."""
+    try:
+        return load(path, FAULT_KINDS)
+    except PlanError as e:
+        raise SpecError(f"schedule: {e}") from None
+
+
+def _scheduled(path: str, nemesis: tuple[str, ...]) -> tuple[str, ...]:
+    """The nemesis names of a schedule file's faults (``none`` for none);
+    names given as well must be the same."""
+    names = tuple(load_schedule(path).names) or ("none",)
+    given = tuple(n for n in nemesis if n != "none")
+    if given and set(given) != set(names) - {"none"}:
+        raise SpecError(
+            f"nemesis {','.join(given)} disagrees with the faults of schedule {path} "
+            f"({','.join(names)}); give one or the other"
+        )
+    return names
+
+
 def read_properties(path: str | Path) -> dict[str, str]:
     """A Java-style properties file (``key=value`` lines, ``#`` and ``!``
     comments), as Kafka's and librdkafka's tools read their client configs."""
@@ -365,13 +394,9 @@ def read_properties(path: str | Path) -> dict[str, str]:
 def load_config(path: str | Path) -> dict[str, Any]:
     """The settings of a YAML config file (keys with ``-`` or ``_``)."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" line {mark.line + 1}" if mark is not None else ""
-        raise SpecError(f"{path}:{at} not valid YAML: {getattr(e, 'problem', e)}") from None
+        data = read_yaml(path)
+    except PlanError as e:
+        raise SpecError(str(e)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -407,6 +432,8 @@ def resolve(
             hosts=tuple(registered.hosts),
             kafka_home=registered.kafka_home or "",
         )
+    if values["schedule"]:
+        values["nemesis"] = _scheduled(values["schedule"], values["nemesis"])
     if values["replication_factor"] is None:
         values["replication_factor"] = 1 if values["bootstrap"] else min(3, values["nodes"])
     if values["min_isr"] is None:

@@ -24,6 +24,7 @@ HISTORY = "history.jsonl"
 HISTORY_PARQUET = "history.parquet"
 TEST_JSON = "test.json"
 RESULTS_JSON = "results.json"
+FAULTS_YML = "faults.yml"
 LATEST = "latest"
 
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE

@@ -1,8 +1,9 @@
 """Nemesis packages: what `--nemesis kill,pause,partition` builds.
 
 A package bundles the composed nemesis (routing ops by `f`), the faults it
-schedules and how: `schedule(duration)` gives the seeded timeline of nemesis
-ops and `final_ops()` the heal that runs before the final reads (Jepsen's
+schedules and how: `schedule(duration)` gives the timeline of nemesis ops
+(seeded at random, or a `FaultPlan` read from a schedule file) and
+`final_ops()` the heal that runs before the final reads (Jepsen's
 `{:nemesis :generator :final-generator}`).
 
 Names accepted by `--nemesis`:
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from nemesis import clock, disk, partition, process
 from nemesis.base import Bound, Compose, NemesisContext, NemesisError, OpDict
 from nemesis.family import DEFAULT_TARGETS, FaultFamily, FaultOptions, NodeHeal
+from nemesis.plan import FaultPlan
 from nemesis.schedule import Fault, alternate, final_ops, rotate
 
 #: every fault family, in the order their faults join a schedule
@@ -34,6 +36,13 @@ NODE_HEALS: tuple[NodeHeal, ...] = tuple(
     for family in (partition.FAMILY, clock.FAMILY, process.FAMILY, disk.FAMILY)
     if family.heal_node is not None
 )
+#: every fault by name (what a schedule file's `fault` names), with the
+#: default options: its start and stop ops, how to check and pin a target
+KINDS: dict[str, Fault] = {
+    fault.name: fault
+    for family in FAMILIES
+    for fault in family.build(family.names, FaultOptions()).faults
+}
 
 
 @dataclass
@@ -45,9 +54,13 @@ class NemesisPackage:
     mode: str = "alternate"
     stable_period: float | None = None
     names: list[str] = field(default_factory=list)
+    #: the faults to run, when not drawn at random
+    plan: FaultPlan | None = None
 
     def schedule(self, duration: float) -> list[tuple[float, OpDict]]:
-        """The seeded timeline of nemesis ops for a run of `duration` seconds."""
+        """The timeline of nemesis ops for a run of `duration` seconds."""
+        if self.plan is not None:
+            return [(t, op) for t, op in self.plan.timeline(KINDS) if t < duration]
         if self.mode == "rotate":
             return rotate(
                 self.faults,
@@ -83,9 +96,11 @@ def build(
     stable_period: float | None = None,
     targets: Sequence[str] = DEFAULT_TARGETS,
     coordinator: dict[str, str] | None = None,
+    plan: FaultPlan | None = None,
 ) -> NemesisPackage:
-    """A package from `--nemesis` names (comma-separated) and options."""
-    chosen = parse_names(names)
+    """A package from `--nemesis` names (comma-separated) and options; with
+    a ``plan``, the package of the faults it names, running that plan."""
+    chosen = parse_names(plan.names if plan is not None else names)
     if mode not in MODES:
         raise NemesisError(f"unknown nemesis mode {mode!r}; known: {', '.join(MODES)}")
     if interval <= 0:
@@ -104,4 +119,5 @@ def build(
         mode=mode,
         stable_period=stable_period,
         names=chosen,
+        plan=plan,
     )

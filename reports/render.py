@@ -166,8 +166,9 @@ TRIAGE_SETTINGS = ("workload", "nemesis", "bug", "seed", "time_limit", "nodes", 
 
 def triage(config: dict[str, Any], end: float) -> dict[str, Any]:
     """What someone looking at a failure asks first: which test, which faults
-    and bug modes, which seed, how long, which versions, and the command
-    that runs it again; then every other setting, compactly."""
+    and bug modes, which seed, how long, which versions, the command that
+    runs it again and where the run comes from; then every other setting,
+    compactly."""
     spec = config.get("spec") if isinstance(config.get("spec"), dict) else {}
     facts = []
     for name in TRIAGE_SETTINGS:
@@ -187,7 +188,26 @@ def triage(config: dict[str, Any], end: float) -> dict[str, Any]:
         "facts": facts,
         "versions": sorted(versions.items()),
         "command": config.get("command"),
+        "origin": origin(config.get("origin")),
         "settings": settings,
+    }
+
+
+ORIGINS = {
+    "schedule": "Its faults come from the schedule file",
+    "replay": "It replays the run",
+    "shrink": "It is a step in shrinking the run",
+}
+
+
+def origin(recorded: Any) -> dict[str, str] | None:
+    """Where the run comes from, as the header says it (None: a run of its own)."""
+    if not isinstance(recorded, dict) or recorded.get("kind") not in ORIGINS:
+        return None
+    return {
+        "text": ORIGINS[recorded["kind"]],
+        "path": str(recorded.get("path", "")),
+        "link": str(recorded.get("link", recorded.get("path", ""))),
     }
 
 

@@ -86,3 +86,25 @@ def test_a_bad_client_config_names_the_file_and_line(tmp_path: Path) -> None:
         resolve(None, {"client_config": str(props)})
     with pytest.raises(SpecError, match="cannot read"):
         resolve(None, {"client_config": str(tmp_path / "missing.properties")})
+
+
+def test_a_schedule_file_sets_the_nemesis(tmp_path: Path) -> None:
+    schedule = tmp_path / "faults.yml"
+    schedule.write_text("faults:\n  - {at: 1, fault: pause, target: one, duration: 2}\n")
+    spec = resolve(None, {"schedule": str(schedule)})
+    assert spec.nemesis == ("pause",) and spec.test_name == "queue-pause"
+    assert resolve(None, {"schedule": str(schedule), "nemesis": "pause"}).nemesis == ("pause",)
+    assert f"--schedule {schedule}" in spec.command()
+    with pytest.raises(SpecError, match="nemesis kill disagrees with the faults of schedule"):
+        resolve(None, {"schedule": str(schedule), "nemesis": "kill"})
+    schedule.write_text("faults: []\n")
+    assert resolve(None, {"schedule": str(schedule)}).faults == ()
+
+
+def test_a_bad_schedule_stops_the_run_naming_file_and_fault(tmp_path: Path) -> None:
+    schedule = tmp_path / "faults.yml"
+    schedule.write_text("faults:\n  - {at: 1, fault: pause}\n  - {at: 2, fault: melt}\n")
+    with pytest.raises(SpecError, match=rf"schedule: {schedule}: fault 2: unknown fault 'melt'"):
+        resolve(None, {"schedule": str(schedule)})
+    with pytest.raises(SpecError, match="cannot read"):
+        resolve(None, {"schedule": str(tmp_path / "missing.yml")})

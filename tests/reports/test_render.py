@@ -61,6 +61,21 @@ def test_the_header_says_what_triage_needs(make_run) -> None:
     assert "librdkafka 2.16.0" in page
 
 
+def test_the_header_links_to_where_the_run_comes_from(make_run) -> None:
+    original = make_run(lose=True, stamp="20260101T000000")
+    run = make_run(lose=True, stamp="20260101T000100")
+    test = json.loads((run / "test.json").read_text())
+    test["origin"] = {
+        "kind": "replay",
+        "path": str(original),
+        "link": "../20260101T000000/report.html",
+    }
+    (run / "test.json").write_text(json.dumps(test))
+    page = write_report(run).report.read_text()
+    assert f'It replays the run <a href="../20260101T000000/report.html">{original}</a>' in page
+    assert 'id="origin"' not in write_report(original).report.read_text()
+
+
 def test_report_of_a_valid_run_has_checker_series(make_run) -> None:
     data = blob(write_report(make_run(lose=False)).report)
     assert data["verdict"] is True and data["nodes"]["present"] is False
