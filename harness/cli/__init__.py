@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Sequence
 from enum import IntEnum
+from pathlib import Path
 from typing import NoReturn
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -23,8 +24,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.cli.check",
     "harness.cli.cluster",
     "harness.cli.convert",
+    "harness.cli.replay",
     "harness.cli.report",
     "harness.cli.serve",
+    "harness.cli.shrink",
     "harness.cli.suite",
     "harness.cli.test",
 )
@@ -49,6 +52,16 @@ def describe(doc: str | None) -> str:
     line of plain text (help output shows no reStructuredText)."""
     first = (doc or "").strip().split("\n\n")[0]
     return re.sub(r"`+([^`]*)`+", r"\1", " ".join(first.split()))
+
+
+def add_run_argument(parser: argparse.ArgumentParser) -> None:
+    """The stored run a command works on, as ``run_dir``."""
+    parser.add_argument(
+        "run_dir",
+        metavar="RUN",
+        type=Path,
+        help="run folder, e.g. store/latest or store/<test>/<time>",
+    )
 
 
 class _Parser(argparse.ArgumentParser):

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
-from harness.cli import ExitCode, UsageError, describe
+from harness.cli import ExitCode, UsageError, add_run_argument, describe
 
 
 def register(subparsers: Any) -> None:
@@ -20,12 +19,7 @@ def register(subparsers: Any) -> None:
         help="re-render a stored run's report.html and junit.xml",
         description=describe(__doc__),
     )
-    p.add_argument(
-        "run_dir",
-        metavar="RUN",
-        type=Path,
-        help="run folder, e.g. store/latest or store/<test>/<time>",
-    )
+    add_run_argument(p)
     p.set_defaults(run=run)
 
 

@@ -18,10 +18,13 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.cli import ExitCode, UsageError, describe
 from harness.spec import OPTIONS, SpecError, TestSpec, load_config, resolve
+
+if TYPE_CHECKING:
+    from harness.runner import Origin, RunResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -86,17 +89,22 @@ def _dump_stacks_on_sigusr1() -> None:
 
 
 def _run_one(spec: TestSpec) -> int:
+    return run_shown(spec).exit_code
+
+
+def run_shown(spec: TestSpec, origin: Origin | None = None) -> RunResult:
+    """Runs one test under the live display and prints its verdict."""
     from harness.runner import RunState, run_test
 
     state = RunState()
     display = LiveDisplay(state, spec)
     display.start()
     try:
-        result = run_test(spec, state)
+        result = run_test(spec, state, origin=origin)
     finally:
         display.stop()
     _print_verdict(result.results, result.run_dir.path)
-    return result.exit_code
+    return result
 
 
 def _print_verdict(results: dict[str, Any], path: Any) -> None:

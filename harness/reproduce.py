@@ -1,0 +1,152 @@
+"""Running a stored run again: the same ops, the same faults at the same moments.
+
+A run's ``test.json`` holds its whole spec and seed, so the op generator
+gives the same ops; its history holds every fault with its target as meant
+and as resolved (``faults.yml``). A replay runs the faults as a schedule
+file with the targets drawn at random pinned to the nodes they hit, and
+role targets (the controller, a partition's leader) asked afresh of the new
+cluster. What it reports is how often the stored run's anomaly kinds come
+back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.runner import Origin, RunResult, run_test
+from harness.spec import SpecError, TestSpec, resolve
+from harness.store import FAULTS_YML, RESULTS_JSON, TEST_JSON
+from nemesis.package import KINDS
+from nemesis.plan import FaultPlan, PlanError, applied, load
+
+REPLAY_HEADER = """\
+The faults of {run}, targets drawn at random pinned to the nodes they hit;
+roles are asked afresh of each new cluster."""
+
+
+def anomaly_kinds(results: Mapping[str, Any]) -> set[str]:
+    """The anomaly kinds a result reports that the test forbids."""
+    allowed = set(results.get("allowed") or ())
+    return {k for k, v in (results.get("anomalies") or {}).items() if v and k not in allowed}
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run directory read back: its spec, its faults and what it found."""
+
+    path: Path
+    spec: TestSpec
+    plan: FaultPlan
+    results: dict[str, Any]
+
+    @property
+    def kinds(self) -> set[str]:
+        return anomaly_kinds(self.results)
+
+    @classmethod
+    def load(cls, path: Path) -> StoredRun:
+        """Raises SpecError naming the file when the run cannot be read."""
+        path = path.resolve() if path.is_symlink() else path
+        test = _json(path / TEST_JSON)
+        if not isinstance(test.get("spec"), dict):
+            raise SpecError(f"{path / TEST_JSON}: no spec recorded")
+        spec = resolve(test["spec"], None, str(path / TEST_JSON))
+        results = _json(path / RESULTS_JSON) if (path / RESULTS_JSON).exists() else {}
+        return cls(path, spec, _faults(path, spec), results)
+
+    def spec_for(self, schedule: Path, name: str, **changes: Any) -> TestSpec:
+        """This run's spec, running ``schedule`` and stored as ``name``."""
+        settings = {**self.spec.to_dict(), **changes}
+        settings.update(schedule=str(schedule), nemesis=None, name=name, test_count=1)
+        return resolve(settings, None, str(self.path / TEST_JSON))
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}; is it a run directory?") from None
+    except ValueError as e:
+        raise SpecError(f"{path}: not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a JSON object")
+    return data
+
+
+def _faults(path: Path, spec: TestSpec) -> FaultPlan:
+    """The run's faults: its ``faults.yml``, else read from its history."""
+    try:
+        if (path / FAULTS_YML).exists():
+            return load(path / FAULTS_YML, KINDS)
+    except PlanError as e:
+        raise SpecError(str(e)) from None
+    from history import read_ops
+
+    history = path / "history.jsonl"
+    if not history.exists():
+        raise SpecError(f"{path}: no faults.yml and no history.jsonl to read the faults from")
+    return applied(read_ops(history, "jsonl"), KINDS, spec.time_limit)
+
+
+@dataclass
+class Replay:
+    """The replays of one run and which of its anomaly kinds each showed."""
+
+    run: StoredRun
+    schedule: Path
+    runs: list[tuple[Path, Any, set[str]]] = field(default_factory=list)
+
+    def add(self, result: RunResult) -> None:
+        self.runs.append(
+            (result.run_dir.path, result.results.get("valid"), anomaly_kinds(result.results))
+        )
+
+    def came_back(self, kinds: Iterable[str]) -> int:
+        """How many replays showed at least one of ``kinds``."""
+        wanted = set(kinds)
+        return sum(1 for _, _, found in self.runs if found & wanted)
+
+    def summary(self) -> list[str]:
+        """One line per anomaly kind of the stored run, then one per replay."""
+        n = len(self.runs)
+        lines = [
+            f"{kind}: came back in {self.came_back([kind])} of {n} replays"
+            for kind in sorted(self.run.kinds)
+        ]
+        if not lines:
+            some = sum(1 for _, _, found in self.runs if found)
+            lines = [f"the stored run found no anomaly; {some} of {n} replays did"]
+        for path, valid, found in self.runs:
+            lines.append(f"  {path}: valid {valid}; {', '.join(sorted(found)) or 'no anomaly'}")
+        return lines
+
+
+def write_pinned(run: StoredRun, directory: Path, name: str = "schedule.yml") -> Path:
+    """The run's faults with random targets pinned, as a schedule file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    plan = run.plan.pinned(KINDS)
+    return plan.write(directory / name, REPLAY_HEADER.format(run=run.path))
+
+
+def replay(
+    run: StoredRun,
+    times: int,
+    run_one: Callable[[TestSpec, Origin], RunResult] | None = None,
+    on_run: Callable[[int, RunResult], None] | None = None,
+) -> Replay:
+    """Runs ``run`` again ``times`` times; ``run_one`` runs one spec (the
+    real ``run_test`` unless given)."""
+    schedule = write_pinned(run, run.path / "replay")
+    spec = run.spec_for(schedule, f"{run.spec.test_name}-replay")
+    run_one = run_one or (lambda s, o: run_test(s, origin=o))
+    out = Replay(run, schedule)
+    for i in range(times):
+        result = run_one(spec, Origin("replay", run.path))
+        out.add(result)
+        if on_run is not None:
+            on_run(i + 1, result)
+    return out

@@ -1,0 +1,259 @@
+"""Shrinking an invalid run to a minimal reproduction, by delta debugging.
+
+A candidate is a fault plan and the test's size: time limit, keys, clients.
+It reproduces when at least ``need`` of ``tries`` runs of it show one of
+the anomaly kinds being shrunk for (runs stop as soon as the answer is
+known). From the stored run's faults (random targets pinned to the nodes
+they hit, as a replay runs them), each step is kept only while the
+candidate still reproduces:
+
+1. no faults at all;
+2. the time limit cut to just after the last fault;
+3. Zeller's ddmin over the faults: drop halves, then quarters, ...;
+4. each fault's duration halved, then the time limit cut again;
+5. fewer keys, then fewer clients, each halved down to one.
+
+The first step is tried before the stored faults themselves, which must
+reproduce for the rest to run. Every candidate that reproduces is the best
+so far and is written at once
+(``shrink/minimal.yml`` and ``shrink/summary.md`` in the run's directory),
+so an interrupted shrink keeps it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TypeVar
+
+from harness.reproduce import StoredRun, anomaly_kinds, write_pinned
+from harness.runner import Origin, RunResult, run_test
+from harness.spec import TestSpec
+from nemesis.package import KINDS
+from nemesis.plan import FaultPlan, load
+
+T = TypeVar("T")
+#: the shortest time limit a candidate gets, and the slack after its last fault
+MIN_TIME_LIMIT_S = 5.0
+AFTER_LAST_FAULT_S = 5.0
+#: a fault is not shortened below this
+MIN_DURATION_S = 1.0
+
+
+class Interrupted(Exception):
+    """A run of the shrink was interrupted (Ctrl-C): stop, keep the best."""
+
+
+def ddmin(items: Sequence[T], test: Callable[[list[T]], bool]) -> list[T]:
+    """A 1-minimal subsequence of ``items`` for which ``test`` holds (Zeller
+    and Hildebrandt, "Simplifying and Isolating Failure-Inducing Input"),
+    assuming it holds for ``items``."""
+    current, n = list(items), 2
+    while len(current) >= 2:
+        size = math.ceil(len(current) / n)
+        chunks = [current[i : i + size] for i in range(0, len(current), size)]
+        for chunk in chunks:
+            if test(chunk):
+                current, n = chunk, 2
+                break
+        else:
+            for chunk in chunks:
+                rest = [x for x in current if x not in chunk]
+                if len(chunks) > 2 and test(rest):
+                    current, n = rest, max(n - 1, 2)
+                    break
+            else:
+                if n >= len(current):
+                    break
+                n = min(len(current), 2 * n)
+    return current
+
+
+@dataclass(frozen=True)
+class Candidate:
+    plan: FaultPlan
+    time_limit: float
+    key_count: int
+    concurrency: int
+
+    def describe(self) -> str:
+        return (
+            f"{len(self.plan.faults)} fault(s), {self.time_limit:g} s, "
+            f"{self.key_count} key(s), {self.concurrency} client(s)"
+        )
+
+    def key(self) -> str:
+        return f"{self.plan.to_yaml()}|{self.time_limit}|{self.key_count}|{self.concurrency}"
+
+    def with_time_limit(self, limit: float) -> Candidate:
+        """Cut to ``limit`` seconds: faults starting later are dropped."""
+        kept = tuple(f for f in self.plan.faults if f.at < limit)
+        return replace(self, plan=FaultPlan(kept), time_limit=limit)
+
+    def cut_after_last_fault(self) -> Candidate:
+        last = max((f.end for f in self.plan.faults), default=0.0)
+        limit = max(MIN_TIME_LIMIT_S, math.ceil(last + AFTER_LAST_FAULT_S))
+        return self.with_time_limit(min(limit, self.time_limit))
+
+
+def shrink(start: Candidate, reproduces: Callable[[Candidate], bool]) -> Candidate | None:
+    """The smallest candidate found from ``start`` by the steps above, or
+    None when neither it nor its fault-free version reproduces;
+    ``reproduces`` is called once per candidate tried."""
+    best = replace(start, plan=FaultPlan())
+    if not reproduces(best):
+        if not reproduces(start):
+            return None
+        best = start
+
+    def attempt(candidate: Candidate) -> bool:
+        nonlocal best
+        if candidate == best or not reproduces(candidate):
+            return False
+        best = candidate
+        return True
+
+    attempt(best.cut_after_last_fault())
+    if len(best.plan.faults) > 1:
+        base = best
+        ddmin(
+            list(range(len(base.plan.faults))),
+            lambda keep: attempt(replace(base, plan=_subset(base.plan, keep))),
+        )
+    for i in range(len(best.plan.faults)):
+        while (d := best.plan.faults[i].duration) is not None and d / 2 >= MIN_DURATION_S:
+            faults = list(best.plan.faults)
+            faults[i] = replace(faults[i], duration=round(d / 2, 3))
+            if not attempt(replace(best, plan=FaultPlan(tuple(faults)))):
+                break
+    attempt(best.cut_after_last_fault())
+    while best.key_count > 1 and attempt(replace(best, key_count=best.key_count // 2)):
+        pass
+    while best.concurrency > 1 and attempt(replace(best, concurrency=best.concurrency // 2)):
+        pass
+    return best
+
+
+def _subset(plan: FaultPlan, keep: Sequence[int]) -> FaultPlan:
+    return FaultPlan(tuple(plan.faults[i] for i in sorted(keep)))
+
+
+@dataclass
+class Trial:
+    """The runs of one candidate."""
+
+    candidate: Candidate
+    schedule: Path
+    reproduced: int = 0
+    runs: list[Path] = field(default_factory=list)
+
+
+RunOne = Callable[[TestSpec, Origin], RunResult]
+
+
+@dataclass
+class Shrinker:
+    """Runs candidates of a stored run and keeps the smallest that reproduces."""
+
+    run: StoredRun
+    kinds: set[str]
+    tries: int = 3
+    need: int = 2
+    run_one: RunOne = field(default=lambda spec, origin: run_test(spec, origin=origin))
+    on_trial: Callable[[Trial, bool], None] = lambda trial, best: None
+    directory: Path = field(init=False)
+    started: float = field(default_factory=time.monotonic)
+    trials: dict[str, Trial] = field(default_factory=dict)
+    best: Trial | None = None
+    total_runs: int = 0
+
+    def __post_init__(self) -> None:
+        self.directory = self.run.path / "shrink"
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def start(self) -> Candidate:
+        pinned = load(write_pinned(self.run, self.directory, "original.yml"), KINDS)
+        spec = self.run.spec
+        return Candidate(pinned, spec.time_limit, spec.key_count, spec.concurrency)
+
+    def spec(self, candidate: Candidate, schedule: Path) -> TestSpec:
+        return self.run.spec_for(
+            schedule,
+            f"{self.run.spec.test_name}-shrink",
+            time_limit=candidate.time_limit,
+            key_count=candidate.key_count,
+            concurrency=candidate.concurrency,
+        )
+
+    def reproduces(self, candidate: Candidate) -> bool:
+        """Runs ``candidate`` until ``need`` runs showed the anomaly or too
+        few runs are left for that; raises Interrupted on Ctrl-C."""
+        trial = self.trials.get(candidate.key())
+        if trial is None:
+            schedule = self.directory / f"candidate-{len(self.trials):03}.yml"
+            trial = self.trial(candidate, candidate.plan.write(schedule))
+            self.trials[candidate.key()] = trial
+            self.on_trial(trial, trial.reproduced >= self.need)
+        if trial.reproduced < self.need:
+            return False
+        self.best = trial
+        self.save(trial.schedule)
+        return True
+
+    def trial(self, candidate: Candidate, schedule: Path) -> Trial:
+        """Runs ``candidate``, stopping once the answer is known."""
+        trial = Trial(candidate, schedule)
+        spec = self.spec(candidate, schedule)
+        for n in range(self.tries):
+            if trial.reproduced >= self.need or trial.reproduced + self.tries - n < self.need:
+                break
+            result = self.run_one(spec, Origin("shrink", self.run.path))
+            self.total_runs += 1
+            if result.outcome is not None and result.outcome.interrupted:
+                raise Interrupted
+            trial.runs.append(result.run_dir.path)
+            trial.reproduced += bool(anomaly_kinds(result.results) & self.kinds)
+        return trial
+
+    def save(self, schedule: Path) -> None:
+        (self.directory / "minimal.yml").write_text(schedule.read_text())
+        (self.directory / "summary.md").write_text("\n".join(self.summary()) + "\n")
+
+    def command(self) -> str:
+        if self.best is None:
+            return self.run.spec.command()
+        return self.spec(self.best.candidate, self.directory / "minimal.yml").command()
+
+    def summary(self) -> list[str]:
+        """What the shrink found: the faults left, the anomaly, how often it
+        came back, and the command that reproduces it."""
+        spec = self.run.spec
+        before = len(self.run.plan.faults)
+        lines = [f"# Shrinking {self.run.path}", ""]
+        lines.append(f"- anomaly: {', '.join(sorted(self.kinds))}")
+        if self.best is None:
+            lines.append("- nothing reproduced yet")
+            return lines
+        best = self.best.candidate
+        lines += [
+            f"- faults: {before} → {len(best.plan.faults)}",
+            f"- time limit: {spec.time_limit:g} → {best.time_limit:g} s; keys: "
+            f"{spec.key_count} → {best.key_count}; clients: {spec.concurrency} → "
+            f"{best.concurrency}",
+            f"- reproduced in {self.best.reproduced} of {len(self.best.runs)} runs "
+            f"(a candidate counts when {self.need} of {self.tries} runs show the anomaly)",
+            f"- {self.total_runs} runs in {time.monotonic() - self.started:.0f} s",
+            "",
+            "Faults left:",
+            "",
+        ]
+        lines += [
+            f"- at {f.at:g} s: {f.fault} {f.target!r}"
+            + (f" for {f.duration:g} s" if f.duration is not None else "")
+            for f in best.plan.faults
+        ] or ["- none"]
+        lines += ["", "Reproduce it:", "", f"    {self.command()}"]
+        return lines

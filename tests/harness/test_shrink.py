@@ -1,0 +1,160 @@
+"""Replay and shrink against a simulated system (no cluster): the bug shows
+only when certain faults run together, with enough keys; the search must
+find exactly that and keep it on disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.interpreter import Outcome
+from harness.reproduce import StoredRun, replay
+from harness.runner import Origin, RunResult
+from harness.shrink import Candidate, Interrupted, Shrinker, ddmin, shrink
+from harness.spec import TestSpec as Spec
+from harness.spec import load_schedule, resolve
+from harness.store import RunDir
+from nemesis.package import KINDS
+from nemesis.plan import FaultPlan, PlannedFault
+
+
+def test_ddmin_finds_the_one_minimal_subset() -> None:
+    calls: list[list[int]] = []
+
+    def fails(items: list[int]) -> bool:
+        calls.append(items)
+        return {3, 11} <= set(items)
+
+    assert ddmin(list(range(16)), fails) == [3, 11]
+    assert len(calls) < 64  # of 65,536 subsets
+    assert ddmin([1, 2, 3], lambda items: True) == [1]
+
+
+def fault(at: float, name: str, node: str, duration: float | None = 4.0) -> PlannedFault:
+    done = {"kill": "killed", "pause": "paused"}[name]
+    return PlannedFault(at, name, "one", duration, {done: [node]})
+
+
+#: the stored run's faults; the bug needs n2 killed and n3 paused, in any order
+FAULTS = (
+    fault(1, "kill", "n1"),
+    fault(3, "pause", "n3", 6),
+    fault(8, "kill", "n2", 12),
+    fault(12, "pause", "n1"),
+    fault(20, "kill", "n3"),
+    fault(31, "pause", "n2", None),
+)
+
+
+class System:
+    """Runs a spec the way the bug behaves: lost-write when n2 is killed and
+    n3 paused and the test has at least two keys; every ``flaky``-th run
+    misses it."""
+
+    def __init__(self, root: Path, flaky: int = 0) -> None:
+        self.root, self.flaky, self.runs = root, flaky, 0
+        self.specs: list[Spec] = []
+        self.origins: list[Origin] = []
+
+    def __call__(self, spec: Spec, origin: Origin) -> RunResult:
+        self.runs += 1
+        self.specs.append(spec)
+        self.origins.append(origin)
+        plan = load_schedule(spec.schedule)
+        hit = {(f.fault, tuple(f.target)) for f in plan.faults if f.at < spec.time_limit}
+        bug = {("kill", ("n2",)), ("pause", ("n3",))} <= hit and spec.key_count >= 2
+        if self.flaky and self.runs % self.flaky == 0:
+            bug = False
+        results = {"valid": not bug, "anomalies": {"lost-write": [{"key": 1}]} if bug else {}}
+        run_dir = RunDir.create(self.root, spec.test_name)
+        return RunResult(run_dir, results, Outcome(10, False, 0))
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> StoredRun:
+    spec = resolve(None, {"nemesis": "kill,pause", "time_limit": 40, "store": str(tmp_path)})
+    run_dir = RunDir.create(tmp_path, spec.test_name)
+    run_dir.save_test({"name": spec.test_name, "spec": spec.to_dict()})
+    run_dir.save_results({"valid": False, "anomalies": {"lost-write": [{}], "unseen": []}})
+    FaultPlan(FAULTS).write(run_dir.path / "faults.yml")
+    return StoredRun.load(run_dir.path)
+
+
+def test_replay_runs_the_same_faults_on_the_same_nodes(stored: StoredRun, tmp_path: Path) -> None:
+    system = System(tmp_path / "replays", flaky=3)
+    done = replay(stored, 3, system)
+    assert stored.kinds == {"lost-write"}  # unseen has no instance
+    assert done.came_back(["lost-write"]) == 2
+    assert done.summary()[0] == "lost-write: came back in 2 of 3 replays"
+    spec = system.specs[0]
+    assert spec.seed == stored.spec.seed and spec.nemesis == ("kill", "pause")
+    assert spec.test_name == "queue-kill+pause-replay"
+    plan = load_schedule(spec.schedule)
+    assert [f.target for f in plan.faults] == [["n1"], ["n3"], ["n2"], ["n1"], ["n3"], ["n2"]]
+    assert [f.duration for f in plan.faults] == [f.duration for f in FAULTS]
+    assert system.origins[0] == Origin("replay", stored.path)
+
+
+def test_shrink_keeps_the_two_faults_and_the_smallest_test(
+    stored: StoredRun, tmp_path: Path
+) -> None:
+    system = System(tmp_path / "runs")
+    shrinker = Shrinker(stored, {"lost-write"}, tries=3, need=2, run_one=system)
+    best = shrink(shrinker.start(), shrinker.reproduces)
+    assert best is not None and shrinker.best is not None
+    assert best == shrinker.best.candidate
+    assert [(f.fault, f.target) for f in best.plan.faults] == [
+        ("pause", ["n3"]),
+        ("kill", ["n2"]),
+    ]
+    assert [f.duration for f in best.plan.faults] == [1.5, 1.5]  # halved down to >= 1 s
+    assert best.time_limit == 15  # just after the last fault: 8 + 1.5 + 5, rounded up
+    assert (best.key_count, best.concurrency) == (2, 1)
+    assert load_schedule(str(shrinker.directory / "minimal.yml")) == best.plan
+    summary = (shrinker.directory / "summary.md").read_text()
+    assert "faults: 6 → 2" in summary and "reproduced in 2 of 2 runs" in summary
+    command = shrinker.command()
+    assert "--schedule" in command and "--key-count 2" in command
+    assert "--time-limit 15" in command and "--concurrency 1" in command
+    assert all(origin.kind == "shrink" for origin in system.origins)
+    assert system.runs == shrinker.total_runs < 80
+
+
+def test_a_run_that_does_not_come_back_is_not_shrunk(stored: StoredRun, tmp_path: Path) -> None:
+    never = System(tmp_path / "runs", flaky=1)
+    shrinker = Shrinker(stored, {"lost-write"}, tries=3, need=2, run_one=never)
+    assert shrink(shrinker.start(), shrinker.reproduces) is None
+    assert never.runs == 4  # two candidates, each stopped once two misses made it hopeless
+    assert "nothing reproduced" in "\n".join(shrinker.summary())
+
+
+def test_an_interrupted_shrink_keeps_the_best_so_far(stored: StoredRun, tmp_path: Path) -> None:
+    system = System(tmp_path / "runs")
+
+    def interrupt_after(n: int) -> Any:
+        def run_one(spec: Spec, origin: Origin) -> RunResult:
+            result = system(spec, origin)
+            if system.runs > n:
+                result.outcome = Outcome(1, True, 0)
+            return result
+
+        return run_one
+
+    shrinker = Shrinker(stored, {"lost-write"}, tries=1, need=1, run_one=interrupt_after(4))
+    with pytest.raises(Interrupted):
+        shrink(shrinker.start(), shrinker.reproduces)
+    assert shrinker.best is not None
+    kept = load_schedule(str(shrinker.directory / "minimal.yml"))
+    assert kept == shrinker.best.candidate.plan and len(kept.faults) < len(FAULTS)
+
+
+def test_a_candidate_cut_short_drops_the_faults_after_its_end() -> None:
+    plan = FaultPlan(FAULTS)
+    cut = Candidate(plan, 40, 8, 5).with_time_limit(10)
+    assert [f.at for f in cut.plan.faults] == [1, 3, 8]
+    assert Candidate(FaultPlan(), 40, 8, 5).cut_after_last_fault().time_limit == 5
+    assert json.loads(json.dumps(cut.describe())) == "3 fault(s), 10 s, 8 key(s), 5 client(s)"
+    assert set(KINDS) >= set(plan.names)
