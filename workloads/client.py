@@ -97,6 +97,9 @@ class ClientConfig:
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "isolation.level": self.isolation_level,
+            # the end of a partition is reported, so final reads know when
+            # they are done (``ends`` of a completion)
+            "enable.partition.eof": True,
             "socket.timeout.ms": int(self.op_timeout_s * 1000 * 0.5),
             "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 1000,
@@ -179,7 +182,7 @@ class QueueClient:
 
     def _settle(self, done: OpDict) -> OpDict:
         """Rolls the consumer back unless ``done`` is ok; returns ``done`` with
-        the rebalances and offset resets its consumer saw."""
+        the rebalances, offset resets and partition ends its consumer saw."""
         assert self.consumer is not None
         if done["type"] != "ok":
             self.consumer.rollback()
@@ -189,6 +192,9 @@ class QueueClient:
         resets = self.consumer.take_resets()
         if resets:
             done["offset_resets"] = resets
+        ends = self.consumer.take_ends()
+        if ends:
+            done["ends"] = ends
         return done
 
     def _reassign(self, op: OpDict) -> OpDict:

@@ -57,6 +57,7 @@ class KeyConsumer:
         self._closing: list[threading.Thread] = []  # consumers being closed
         self.rebalance_log: list[dict[str, Any]] = []
         self.resets: list[dict[str, int]] = []
+        self.ends: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def begin_op(self) -> None:
@@ -82,6 +83,7 @@ class KeyConsumer:
         subscribed: this one if so, else a new one."""
         self._replace_if_used()
         self._used = True
+        self.ends = {}
         self.positions = dict(positions)
         self.consumer.assign(
             [TP(*self.key_map.topic_partition(k), o) for k, o in positions.items()]
@@ -150,6 +152,13 @@ class KeyConsumer:
         out, self.resets = self.resets, []
         return out
 
+    def take_ends(self) -> dict[str, int]:
+        """The partition ends reached since the last call, ``{key: end
+        offset}``: this consumer had read everything below that offset
+        (the high watermark, or the last stable offset when read_committed)."""
+        out, self.ends = self.ends, {}
+        return out
+
     def poll(self, timeout_s: float) -> dict[int, list[list[int]]]:
         """One ``consume`` call as ``{key: [[offset, value], ...]}``; a record
         error raises ``KafkaException``."""
@@ -158,6 +167,7 @@ class KeyConsumer:
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
+                    self.ends[str(self.key_map.key_of(msg.topic(), msg.partition()))] = msg.offset()
                     continue
                 raise KafkaException(err)
             key = self.key_map.key_of(msg.topic(), msg.partition())

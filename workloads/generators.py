@@ -14,7 +14,9 @@
   per key, the target of the final polls (Jepsen's ``track-key-offsets``).
 * :class:`CatchUp` / :func:`final_polls` — per thread: assign every key from
   the beginning, then poll until this process has read up to the target of
-  every key; an unknown outcome starts over with a new process.
+  every key, or its consumer reports the partition's end past the target,
+  or at the same offset below it for ``END_STABLE_S`` (acknowledged records
+  the log lost); an unknown outcome starts over with a new process.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from generator import (
 )
 
 FINAL_POLL_MS = 1000
+#: a partition that ends below a final read's target for this long ends the
+#: reads of it: the target is gone from the log (lost), not yet to come
+END_STABLE_S = 5.0
 
 
 def _offsets(done: OpDict) -> list[tuple[int, int]]:
@@ -223,22 +228,38 @@ def track_offsets(gen: GenLike, tracker: OffsetTracker) -> Generator:
 class CatchUp(Generator):
     """One thread's final reads (see the module docstring). ``seen`` is the
     highest offset this process has polled per key; ``None`` means an assign
-    from the beginning is due."""
+    from the beginning is due. ``ends`` holds, per key, the partition end its
+    consumer last reported and since when (ns)."""
 
-    __slots__ = ("keys", "seen", "tracker")
+    __slots__ = ("ends", "keys", "seen", "tracker")
 
     def __init__(
-        self, keys: list[int], tracker: OffsetTracker, seen: dict[int, int] | None = None
+        self,
+        keys: list[int],
+        tracker: OffsetTracker,
+        seen: dict[int, int] | None = None,
+        ends: dict[int, tuple[int, int]] | None = None,
     ) -> None:
         self.keys, self.tracker, self.seen = keys, tracker, seen
+        self.ends = ends or {}
 
-    def caught_up(self) -> bool:
+    def caught_up(self, now: int) -> bool:
+        """Whether every key is read up to its target: polled at or past it,
+        or the partition ends past it (what is left below was aborted), or
+        the partition has ended at the same offset for ``END_STABLE_S`` (the
+        target is gone from the log)."""
         seen = self.seen or {}
-        return all(seen.get(k, -1) >= o for k, o in self.tracker.highest.items())
+        for key, target in self.tracker.highest.items():
+            if seen.get(key, -1) >= target:
+                continue
+            end, since = self.ends.get(key, (-1, now))
+            if end <= target and now - since < END_STABLE_S * 1e9:
+                return False
+        return True
 
     def op(self, test: Any, ctx: Context) -> OpResult:
         process = ctx.some_free_process()
-        if self.seen is not None and self.caught_up():
+        if self.seen is not None and self.caught_up(ctx.time):
             return None
         if process is None:
             return PENDING
@@ -263,7 +284,11 @@ class CatchUp(Generator):
             seen = dict(self.seen or {})
             for key, offset in _offsets(event):
                 seen[key] = max(seen.get(key, -1), offset)
-            return CatchUp(self.keys, self.tracker, seen)
+            ends = dict(self.ends)
+            for key, end in (event.get("ends") or {}).items():
+                if ends.get(int(key), (None, 0))[0] != end:
+                    ends[int(key)] = (end, event.get("time", ctx.time))
+            return CatchUp(self.keys, self.tracker, seen, ends)
         return self
 
 

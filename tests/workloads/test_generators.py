@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import generator as g
 from generator.simulate import invocations, simulate
 from workloads.generators import (
+    END_STABLE_S,
     AssignNewProcesses,
     OffsetTracker,
     QueueOps,
@@ -147,3 +148,42 @@ def test_final_polls_read_until_every_process_caught_up() -> None:
     per_process = Counter((o["process"], o["f"]) for o in h)
     assert per_process == {(0, "assign"): 1, (0, "poll"): 3, (1, "assign"): 1, (1, "poll"): 3}
     assert all(o.get("seek_to_beginning") for o in h if o["f"] == "assign")
+
+
+def final_reads(tracker: OffsetTracker, log_end: int, aborted_tail: bool) -> list[dict]:
+    """The final reads of one process over key 1, whose log holds data at
+    offsets below ``log_end`` (aborted records and markers, unread, from
+    there on when ``aborted_tail``); each poll takes one second."""
+    position = {}
+
+    def reader(op: dict) -> dict:
+        done = {**op, "type": "ok", "time": op["time"] + 10**9}
+        if op["f"] == "assign":
+            position[op["process"]] = 0
+            return done
+        start = position[op["process"]]
+        recs = [[o, 7] for o in range(start, min(start + 15, log_end))]
+        position[op["process"]] = start + len(recs)
+        end = log_end + 2 if aborted_tail else log_end
+        ends = {"1": end} if position[op["process"]] == log_end else {}
+        return {**done, "value": [["poll", {1: recs}]], "ends": ends}
+
+    gen = g.on_clients(final_polls([1], tracker))
+    return invocations(simulate(gen, concurrency=1, complete=reader))
+
+
+def test_final_reads_end_when_the_log_ends_past_the_target() -> None:
+    tracker = OffsetTracker()
+    tracker.highest = {1: 40}  # a record no read_committed consumer gets; the end is past it
+    polls = [o for o in final_reads(tracker, 40, aborted_tail=True) if o["f"] == "poll"]
+    assert len(polls) == 3  # 0-14, 15-29, 30-39 and the end at 42: done
+
+
+def test_final_reads_of_a_log_that_lost_the_target_stop_once_its_end_holds() -> None:
+    tracker = OffsetTracker()
+    tracker.highest = {1: 45}  # acknowledged, then lost: the log ends at 40
+    polls = [o for o in final_reads(tracker, 40, aborted_tail=False) if o["f"] == "poll"]
+    first_end = polls[2]["time"] + 10**9
+    assert polls[-1]["time"] - first_end < END_STABLE_S * 1e9
+    assert (polls[-1]["time"] + 10**9) - first_end >= END_STABLE_S * 1e9
+    assert len(polls) == 3 + END_STABLE_S  # one poll a second until the end held
