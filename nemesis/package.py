@@ -11,7 +11,13 @@ Names accepted by `--nemesis`:
 kind alone (`partition-one`, `partition-majority`, `partition-majorities-ring`,
 `partition-minority-third`, `partition-bridge`, `isolate-leader`,
 `isolate-controller`, `isolate-coordinator`, `clients`), `lose-unfsynced`,
-`clock` (bumps) and `clock-strobe`.
+`clock` (bumps) and `clock-strobe`; and `standard`, the mix for finding
+bugs without tuning: kills, pauses and every partition kind (random grudges
+and role-targeted cuts), each on targets of every size and role (one node
+to all of them, the leaders, the controller), overlapping. Power loss is
+not in it: Kafka acknowledges before it fsyncs (`flush.messages` is
+unbounded), so losing unsynced data on replicas at once loses acknowledged
+writes by design (what KIP-966 addresses), and that is no bug to find.
 """
 
 from __future__ import annotations
@@ -27,7 +33,17 @@ from nemesis.schedule import Fault, alternate, final_ops, rotate
 
 #: every fault family, in the order their faults join a schedule
 FAMILIES: tuple[FaultFamily, ...] = (process.FAMILY, partition.FAMILY, disk.FAMILY, clock.FAMILY)
-NAMES = tuple(name for family in FAMILIES for name in family.names)
+#: what `--nemesis standard` stands for, and the targets its faults draw from
+STANDARD = (
+    "kill",
+    "pause",
+    "partition",
+    "isolate-leader",
+    "isolate-controller",
+    "isolate-coordinator",
+)
+STANDARD_TARGETS = (*DEFAULT_TARGETS, "leaders", "controller")
+NAMES = (*(name for family in FAMILIES for name in family.names), "standard")
 MODES = ("alternate", "rotate")
 #: how a cluster's final heal undoes each family on a node, in order: the
 #: clock is reset before a killed broker starts
@@ -79,12 +95,18 @@ class NemesisPackage:
         return Bound(self.nemesis, ctx)
 
 
+def _split(text: str | Sequence[str]) -> list[str]:
+    return [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
+
+
 def parse_names(text: str | Sequence[str]) -> list[str]:
-    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
+    """The fault names ``text`` asks for, ``standard`` spelt out."""
+    names = _split(text)
     unknown = [n for n in names if n not in NAMES and n != "none"]
     if unknown:
         raise NemesisError(f"unknown nemesis {', '.join(unknown)}; known: {', '.join(NAMES)}")
-    return [n for n in names if n != "none"]
+    spelt = [m for n in names for m in (STANDARD if n == "standard" else (n,))]
+    return list(dict.fromkeys(n for n in spelt if n != "none"))
 
 
 def build(
@@ -100,7 +122,10 @@ def build(
 ) -> NemesisPackage:
     """A package from `--nemesis` names (comma-separated) and options; with
     a ``plan``, the package of the faults it names, running that plan."""
-    chosen = parse_names(plan.names if plan is not None else names)
+    asked = plan.names if plan is not None else names
+    chosen = parse_names(asked)
+    if "standard" in _split(asked) and tuple(targets) == DEFAULT_TARGETS:
+        targets = STANDARD_TARGETS
     if mode not in MODES:
         raise NemesisError(f"unknown nemesis mode {mode!r}; known: {', '.join(MODES)}")
     if interval <= 0:

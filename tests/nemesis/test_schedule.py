@@ -91,3 +91,32 @@ def test_compose_rejects_overlapping_fs() -> None:
     with pytest.raises(NemesisError, match="two nemeses handle"):
         Compose([Kill(), Kill()])
     assert Compose([Kill(), Pause()]).fs == {"kill", "start", "pause", "resume"}
+
+
+def test_the_standard_mix_draws_every_target_and_kind_and_overlaps() -> None:
+    from nemesis.package import STANDARD_TARGETS, build
+
+    package = build("standard", seed=0)
+    assert [f.name for f in package.faults] == ["kill", "pause", "partition"]
+    values: dict[str, set[str]] = {}
+    overlapping = 0
+    for seed in range(10):
+        active: set[str] = set()
+        for _, op in build("standard", seed=seed).schedule(120):
+            f, value = op["f"], op["value"]
+            if f in ("kill", "pause", "start-partition"):
+                kind = value["kind"] if isinstance(value, dict) else value
+                values.setdefault(f, set()).add(kind)
+                active.add(f)
+                overlapping += len(active) > 1
+            else:
+                active.discard({"start": "kill", "resume": "pause"}.get(f, "start-partition"))
+    assert values["kill"] == values["pause"] == set(STANDARD_TARGETS)
+    assert values["start-partition"] >= {
+        "one",
+        "majority",
+        "isolate-leader",
+        "isolate-controller",
+        "isolate-coordinator",
+    }
+    assert overlapping > 20
