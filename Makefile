@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CDS    := $(VENV)/.spark-cds
 
-.PHONY: setup system demo test acceptance record lint bench clean
+.PHONY: setup system demo test acceptance record detect lint bench clean
 
 setup: system $(STAMP) $(CDS)
 
@@ -52,6 +52,13 @@ acceptance: setup
 # runs; CASES selects by pattern, e.g. make record CASES='nightly/bug-no-dedup*'.
 record: setup
 	$(BIN)/python scripts/record_histories.py $(foreach c,$(CASES),'$(c)')
+
+# The detection table (docs/detection.md): each bug mode and the correct
+# broker on every workload, ROUNDS times (default 1) on seeds drawn at
+# random; every run appends a line to bench/detection.jsonl, so rounds run
+# at different times add up. A round takes about an hour here.
+detect: setup
+	$(BIN)/jepka detect --rounds $(or $(ROUNDS),1)
 
 bench: setup
 	@bash scripts/bench.sh

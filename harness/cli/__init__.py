@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.cli.check",
     "harness.cli.cluster",
     "harness.cli.convert",
+    "harness.cli.detect",
     "harness.cli.replay",
     "harness.cli.report",
     "harness.cli.serve",

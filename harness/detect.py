@@ -1,0 +1,253 @@
+"""The detection table: how often each bug mode is found, and how often the
+correct broker is falsely accused, under seeds drawn at random.
+
+A detection file (``suites/detect.yml``) holds the settings every run shares
+(the standard fault mix), one invocation per bug mode with the anomaly kind
+that finding it means, and the workloads the correct broker runs. Each run
+draws its seed at run time and appends one JSON line to a results file, so
+runs made at different times add up; the table is computed from that file
+alone, from the lines of the invocations as the detection file has them
+now (each line carries a hash of its settings).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from checkers.result import anomaly_counts
+from harness.reproduce import anomaly_kinds
+from harness.runner import RunResult, run_test
+from harness.spec import SpecError, TestSpec, resolve
+from nemesis.plan import PlanError, read_yaml
+
+CORRECT = "correct"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One line of the table: a bug mode (or the correct broker) on a workload."""
+
+    name: str
+    settings: dict[str, Any]
+    #: the kind whose report counts as finding the bug; None for the correct broker
+    anomaly: str | None
+
+    def config(self, overrides: Mapping[str, Any] | None = None) -> str:
+        """A short hash of the settings and the overrides that change the
+        test (not where it is stored): lines of another configuration of
+        the same invocation are kept apart."""
+        changes = {k: v for k, v in (overrides or {}).items() if v is not None and k != "store"}
+        text = json.dumps({**self.settings, **changes}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    @property
+    def bug(self) -> str:
+        return self.settings["bug"][0] if self.settings.get("bug") else CORRECT
+
+    def spec(self, seed: int, overrides: Mapping[str, Any]) -> TestSpec:
+        return resolve({**self.settings, "seed": seed}, overrides, self.name)
+
+
+def load(path: Path) -> list[Invocation]:
+    """The invocations of a detection file; SpecError names what is wrong."""
+    try:
+        doc = read_yaml(path)
+    except PlanError as e:
+        raise SpecError(str(e)) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("bugs"), list):
+        raise SpecError(f"{path}: expected a mapping with `settings`, `bugs` and `correct`")
+    base = dict(doc.get("settings") or {})
+    out = []
+    for i, entry in enumerate(doc["bugs"], 1):
+        if not isinstance(entry, dict) or not {"bug", "workload", "anomaly"} <= set(entry):
+            raise SpecError(f"{path}: bugs[{i}]: needs bug, workload and anomaly")
+        settings = {**base, "workload": entry["workload"], "bug": [entry["bug"]]}
+        out.append(Invocation(f"{entry['bug']}", settings, str(entry["anomaly"])))
+    for workload in doc.get("correct") or []:
+        out.append(Invocation(f"{CORRECT}-{workload}", {**base, "workload": workload}, None))
+    for inv in out:  # every invocation must resolve before anything runs
+        inv.spec(1, {})
+    return out
+
+
+def select(invocations: list[Invocation], names: Iterable[str]) -> list[Invocation]:
+    """The invocations named, in file order; SpecError for an unknown name."""
+    wanted = {n.strip() for n in names if n.strip()}
+    unknown = wanted - {i.name for i in invocations}
+    if unknown:
+        known = ", ".join(i.name for i in invocations)
+        raise SpecError(f"--only: unknown {', '.join(sorted(unknown))}; known: {known}")
+    return [i for i in invocations if i.name in wanted]
+
+
+def outcome(line: Mapping[str, Any]) -> str:
+    """One run's result in a word: found or missed for a bug mode, valid or
+    a false alarm for the correct broker."""
+    if line.get("detected") is not None:
+        return "found" if line["detected"] else "missed"
+    return {True: "valid", False: "FALSE ALARM"}.get(line["valid"], "unknown")
+
+
+def first_time(instances: Iterable[Any]) -> float | None:
+    """The earliest op time (s) any instance names: when the anomaly began."""
+    times: list[int] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            if isinstance(x.get("time"), int):
+                times.append(x["time"])
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(list(instances))
+    return round(min(times) / 1e9, 1) if times else None
+
+
+def summary(
+    inv: Invocation, seed: int, result: RunResult, seconds: float, config: str
+) -> dict[str, Any]:
+    """The results-file line of one run."""
+    results = result.results
+    kinds = sorted(anomaly_kinds(results))
+    line: dict[str, Any] = {
+        "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "name": inv.name,
+        "config": config,
+        "bug": inv.bug,
+        "workload": inv.settings["workload"],
+        "seed": seed,
+        "valid": results.get("valid"),
+        "kinds": kinds,
+        "counts": {k: n for k, n in anomaly_counts(results).items() if k in kinds},
+        "seconds": round(seconds, 1),
+        "run": str(result.run_dir.path),
+    }
+    if inv.anomaly is not None:
+        line["anomaly"] = inv.anomaly
+        line["detected"] = inv.anomaly in kinds
+        anomalies = results.get("anomalies") or {}
+        line["first_s"] = first_time(anomalies.get(inv.anomaly) or [])
+    return line
+
+
+def run_rounds(
+    invocations: list[Invocation],
+    rounds: int,
+    results: Path,
+    *,
+    seed: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    deadline: float | None = None,
+    run_one: Callable[[TestSpec], RunResult] = run_test,
+) -> Iterator[dict[str, Any]]:
+    """Runs every invocation ``rounds`` times, round by round, each on a seed
+    drawn now (or ``seed``), appending each run's line to ``results``;
+    stops before a run that would start after ``deadline`` (monotonic)."""
+    draw = random.SystemRandom()
+    results.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(rounds):
+        for inv in invocations:
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            s = seed if seed is not None else draw.randrange(1, 2**31)
+            started = time.monotonic()
+            result = run_one(inv.spec(s, overrides or {}))
+            line = summary(inv, s, result, time.monotonic() - started, inv.config(overrides))
+            with results.open("a") as f:
+                f.write(json.dumps(line, sort_keys=True) + "\n")
+            yield line
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Every line of a results file; a torn last line is skipped."""
+    if not path.exists():
+        return []
+    out = []
+    for n, text in enumerate(path.read_text().splitlines(), 1):
+        try:
+            out.append(json.loads(text))
+        except ValueError:
+            raise SpecError(f"{path}: line {n}: not a JSON object") from None
+    return out
+
+
+def table(
+    lines: list[dict[str, Any]], configs: Iterable[str] | None = None
+) -> tuple[list[list[str]], list[list[str]]]:
+    """The two tables: per bug mode (runs, found, rate, kinds seen, median
+    time to the first anomaly) and per workload on the correct broker (runs,
+    false alarms, and their kinds); of the lines of ``configs`` only, when
+    given (the detection file as it is now)."""
+    bugs: dict[str, list[dict[str, Any]]] = {}
+    correct: dict[str, list[dict[str, Any]]] = {}
+    kept = None if configs is None else set(configs)
+    for line in lines:
+        if kept is not None and line.get("config") not in kept:
+            continue
+        into = correct if line["bug"] == CORRECT else bugs
+        key = line["workload"] if line["bug"] == CORRECT else line["bug"]
+        into.setdefault(key, []).append(line)
+    bug_rows = []
+    for bug, got in sorted(bugs.items()):
+        found = [x for x in got if x.get("detected")]
+        seen: dict[str, int] = {}
+        for x in got:
+            for kind in x["kinds"]:
+                seen[kind] = seen.get(kind, 0) + 1
+        firsts = [x["first_s"] for x in found if x.get("first_s") is not None]
+        bug_rows.append(
+            [
+                bug,
+                got[0]["workload"],
+                got[0].get("anomaly", ""),
+                f"{len(found)} of {len(got)}",
+                f"{len(found) / len(got):.0%}",
+                ", ".join(f"{k} {n}" for k, n in sorted(seen.items())) or "none",
+                f"{statistics.median(firsts):.1f} s" if firsts else "-",
+            ]
+        )
+    correct_rows = []
+    for workload, got in sorted(correct.items()):
+        alarms = [x for x in got if x["valid"] is False]
+        unknown = [x for x in got if x["valid"] not in (True, False)]
+        kinds = sorted({k for x in alarms for k in x["kinds"]})
+        correct_rows.append(
+            [
+                workload,
+                str(len(got)),
+                str(len(alarms)),
+                str(len(unknown)),
+                ", ".join(kinds) or "none",
+            ]
+        )
+    return bug_rows, correct_rows
+
+
+BUG_HEADER = [
+    "bug mode",
+    "workload",
+    "finding it",
+    "found",
+    "rate",
+    "kinds seen (runs)",
+    "median first",
+]
+CORRECT_HEADER = ["workload", "runs", "false alarms", "unknown", "their kinds"]
+
+
+def markdown(rows: list[list[str]], header: list[str]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(out)

@@ -1,0 +1,119 @@
+"""The detection table: its file, runs on random seeds appending lines, and
+the table computed from those lines alone."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.detect import (
+    first_time,
+    load,
+    outcome,
+    read_results,
+    run_rounds,
+    select,
+    table,
+)
+from harness.interpreter import Outcome
+from harness.runner import RunResult
+from harness.spec import SpecError
+from harness.spec import TestSpec as Spec
+from harness.store import RunDir
+
+SUITE = Path(__file__).parents[2] / "suites" / "detect.yml"
+
+
+def test_the_detection_file_has_every_bug_mode_and_workload() -> None:
+    from broker.bugs import BUGS
+    from harness.spec import WORKLOADS
+
+    invocations = load(SUITE)
+    assert sorted(i.bug for i in invocations if i.anomaly) == sorted(BUGS)
+    assert [i.settings["workload"] for i in invocations if not i.anomaly] == list(WORKLOADS)
+    assert {i.spec(1, {}).nemesis for i in invocations} == {("standard",)}
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("bugs: 3", "expected a mapping"),
+        ("bugs: [{bug: early-ack}]", r"bugs\[1\]: needs bug, workload and anomaly"),
+        ("bugs: [{bug: melt, workload: queue, anomaly: x}]", "'melt' is not one of"),
+    ],
+)
+def test_a_bad_detection_file_is_named(tmp_path: Path, text: str, error: str) -> None:
+    path = tmp_path / "d.yml"
+    path.write_text(text)
+    with pytest.raises(SpecError, match=error):
+        load(path)
+
+
+class Fake:
+    """Finds early-ack's lost write on odd seeds; the correct broker is valid."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.specs = root, []
+
+    def __call__(self, spec: Spec) -> RunResult:
+        self.specs.append(spec)
+        lost = bool(spec.bug) and spec.seed % 2 == 1
+        writer = {"index": 3, "time": 4_200_000_000}
+        anomalies = {"lost-write": [{"key": 1, "writer": writer}]} if lost else {}
+        results = {"valid": not lost, "anomalies": anomalies}
+        return RunResult(RunDir.create(self.root, spec.test_name), results, Outcome(9, False, 0))
+
+
+def test_runs_draw_seeds_and_append_a_line_each(tmp_path: Path) -> None:
+    invocations = select(load(SUITE), ["early-ack", "correct-queue"])
+    fake = Fake(tmp_path / "store")
+    results = tmp_path / "detection.jsonl"
+    lines = list(run_rounds(invocations, 3, results, run_one=fake))
+    assert [x["name"] for x in lines] == ["early-ack", "correct-queue"] * 3
+    seeds = [s.seed for s in fake.specs]
+    assert len(set(seeds)) == 6  # drawn at random, one per run
+    assert read_results(results) == [json.loads(json.dumps(x)) for x in lines]
+    bug = [x for x in lines if x["bug"] == "early-ack"]
+    assert all(x["detected"] == (x["seed"] % 2 == 1) for x in bug)
+    assert all(x["first_s"] == 4.2 for x in bug if x["detected"])
+    assert {x["config"] for x in bug} == {invocations[0].config()}
+    assert invocations[0].config({"store": "x"}) == invocations[0].config()
+    assert invocations[0].config({"time_limit": 20}) != invocations[0].config()
+    assert {outcome(x) for x in lines if x["bug"] == "correct"} == {"valid"}
+
+    list(run_rounds(invocations, 1, results, seed=7, run_one=fake))
+    assert [s.seed for s in fake.specs[-2:]] == [7, 7]
+    assert list(run_rounds(invocations, 5, results, deadline=time.monotonic(), run_one=fake)) == []
+    assert len(read_results(results)) == 8  # runs add up in the file
+
+
+def test_the_table_counts_found_runs_kinds_and_false_alarms() -> None:
+    def line(bug: str, workload: str, valid: bool, kinds: list[str], **more: object) -> dict:
+        return {"bug": bug, "workload": workload, "valid": valid, "kinds": kinds, **more}
+
+    lines = [
+        line("early-ack", "queue", False, ["lost-write", "unseen"], detected=True, first_s=4.0,
+             anomaly="lost-write"),
+        line("early-ack", "queue", False, ["unseen"], detected=False, anomaly="lost-write"),
+        line("early-ack", "queue", False, ["lost-write"], detected=True, first_s=9.0,
+             anomaly="lost-write"),
+        line("correct", "txn", True, []),
+        line("correct", "txn", False, ["G1c"]),
+        line("correct", "queue", "unknown", []),
+    ]  # fmt: skip
+    bugs, correct = table(lines)
+    assert bugs == [
+        ["early-ack", "queue", "lost-write", "2 of 3", "67%", "lost-write 2, unseen 2", "6.5 s"]
+    ]
+    assert correct == [["queue", "1", "0", "1", "none"], ["txn", "2", "1", "0", "G1c"]]
+    assert table(lines, configs=["another"]) == ([], [])
+    assert outcome(lines[4]) == "FALSE ALARM" and outcome(lines[1]) == "missed"
+
+
+def test_the_first_anomaly_is_its_earliest_op() -> None:
+    instances = [{"ops": [{"time": 9_000_000_000}, {"time": 2_500_000_000}]}, {"key": 3}]
+    assert first_time(instances) == 2.5
+    assert first_time([{"key": 1}]) is None
