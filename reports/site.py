@@ -1,4 +1,6 @@
-"""The index of stored runs that ``jepka serve`` shows: name, time, verdict, anomaly counts.
+"""The index of stored runs that ``jepka serve`` shows: name, time, the
+settings triage sorts by (workload, nemesis, bug modes, seed, where the run
+came from), verdict and anomaly counts.
 
 A run is any folder under the store holding ``results.json`` or a history;
 ``latest`` links are skipped so each run is listed once. Suites
@@ -48,6 +50,12 @@ def _run_dirs(store: Path, d: Path, depth: int) -> list[Path]:
 
 def _describe(store: Path, d: Path) -> dict[str, Any]:
     rel = d.relative_to(store).as_posix()
+    try:
+        test = json.loads((d / "test.json").read_text())
+    except (OSError, ValueError):
+        test = {}
+    spec = test.get("spec") if isinstance(test, dict) and isinstance(test.get("spec"), dict) else {}
+    origin = test.get("origin") if isinstance(test, dict) else None
     verdict: str | None = None
     counts: dict[str, int] = {}
     try:
@@ -62,10 +70,21 @@ def _describe(store: Path, d: Path) -> dict[str, Any]:
         "time": d.name,
         "path": rel,
         "href": f"/{rel}/",
+        "workload": str(spec.get("workload", "")),
+        "nemesis": _listed(spec.get("nemesis")),
+        "bug": _listed(spec.get("bug")),
+        "seed": spec.get("seed", ""),
+        "origin": origin.get("kind", "") if isinstance(origin, dict) else "",
         "verdict": verdict,
         "anomalies": counts,
         "files": [f for f in RUN_FILES if (d / f).is_file()],
     }
+
+
+def _listed(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value if v != "none")
+    return "" if value in (None, "none") else str(value)
 
 
 def list_suites(store: Path) -> list[dict[str, Any]]:

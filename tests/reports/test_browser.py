@@ -139,3 +139,29 @@ def test_a_wide_offsets_view_scrolls_inside_the_page(browser: Chromium, tmp_path
         " return c.left >= w.left && c.right <= w.right && c.top >= w.top"
         " && c.bottom <= w.bottom; })()"
     )
+
+
+def test_the_run_index_filters_and_sorts(browser: Chromium, make_run, tmp_path: Path) -> None:
+    from reports.render import render_index
+    from reports.site import list_runs
+
+    for stamp in ("20260101T000000", "20260101T000200", "20260101T000100"):
+        make_run(lose=stamp.endswith("100"), stamp=stamp)
+    store = tmp_path / "store"
+    index = store / "index.html"
+    index.write_text(render_index(list_runs(store), [], str(store)))
+    browser.errors.clear()
+    browser.open(index.as_uri())
+    times = (
+        "Array.from(document.querySelectorAll('tr.run'))"
+        ".filter(r => !r.hidden).map(r => r.cells[1].textContent)"
+    )
+    assert browser.eval(times) == ["20260101T000200", "20260101T000100", "20260101T000000"]
+    browser.eval("document.querySelectorAll('#runs th')[1].click()")
+    assert browser.eval(times) == ["20260101T000000", "20260101T000100", "20260101T000200"]
+    browser.eval(
+        "const f = document.getElementById('filter'); f.value = 'queue invalid';"
+        "f.dispatchEvent(new Event('input'))"
+    )
+    assert browser.eval(times) == ["20260101T000100"]
+    assert browser.errors == []

@@ -68,6 +68,8 @@ def test_index_lists_runs_with_verdicts_and_counts(served) -> None:
     assert steady < queue  # newest first
     assert "INVALID" in page and "VALID" in page
     assert "lost-write: 1" in page and "G1c-realtime: 1" in page and "G0: 1" in page
+    cells = "<td>queue</td><td>partition</td><td>early-ack</td><td>7</td><td></td>"
+    assert cells in page and 'id="filter"' in page
     assert page.count('<tr class="suite">') == 1
     assert '<a href="/suites/nightly/20260103T000000/index.html">nightly</a>' in page
     assert "pass: 1, flaky: 1" in page
