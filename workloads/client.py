@@ -182,7 +182,8 @@ class QueueClient:
 
     def _settle(self, done: OpDict) -> OpDict:
         """Rolls the consumer back unless ``done`` is ok; returns ``done`` with
-        the rebalances, offset resets and partition ends its consumer saw."""
+        the rebalances and offset resets its consumer saw, and for a final
+        read the partition ends it has reached."""
         assert self.consumer is not None
         if done["type"] != "ok":
             self.consumer.rollback()
@@ -192,8 +193,7 @@ class QueueClient:
         resets = self.consumer.take_resets()
         if resets:
             done["offset_resets"] = resets
-        ends = self.consumer.take_ends()
-        if ends:
+        if done.get("final") and (ends := self.consumer.ends()):
             done["ends"] = ends
         return done
 

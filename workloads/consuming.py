@@ -57,7 +57,7 @@ class KeyConsumer:
         self._closing: list[threading.Thread] = []  # consumers being closed
         self.rebalance_log: list[dict[str, Any]] = []
         self.resets: list[dict[str, int]] = []
-        self.ends: dict[str, int] = {}
+        self.at_end: dict[int, int] = {}  # key → the end offset its consumer reached
         self._lock = threading.Lock()
 
     def begin_op(self) -> None:
@@ -83,7 +83,7 @@ class KeyConsumer:
         subscribed: this one if so, else a new one."""
         self._replace_if_used()
         self._used = True
-        self.ends = {}
+        self.at_end = {}
         self.positions = dict(positions)
         self.consumer.assign(
             [TP(*self.key_map.topic_partition(k), o) for k, o in positions.items()]
@@ -152,11 +152,18 @@ class KeyConsumer:
         out, self.resets = self.resets, []
         return out
 
-    def take_ends(self) -> dict[str, int]:
-        """The partition ends reached since the last call, ``{key: end
-        offset}``: this consumer had read everything below that offset
-        (the high watermark, or the last stable offset when read_committed)."""
-        out, self.ends = self.ends, {}
+    def ends(self) -> dict[str, list[int]]:
+        """``{key: [end, high watermark]}`` for each key whose partition end
+        this consumer has reached and read nothing past since: it has read
+        everything below ``end`` (the high watermark, or the last stable
+        offset when read_committed); the high watermark is the latest a
+        fetch answered (librdkafka's cached one), so a transaction still
+        open below it shows as an end below the high watermark."""
+        out = {}
+        for key, end in sorted(self.at_end.items()):
+            topic, partition = self.key_map.topic_partition(key)
+            _, high = self.consumer.get_watermark_offsets(TP(topic, partition), cached=True)
+            out[str(key)] = [end, high]
         return out
 
     def poll(self, timeout_s: float) -> dict[int, list[list[int]]]:
@@ -167,7 +174,7 @@ class KeyConsumer:
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
-                    self.ends[str(self.key_map.key_of(msg.topic(), msg.partition()))] = msg.offset()
+                    self.at_end[self.key_map.key_of(msg.topic(), msg.partition())] = msg.offset()
                     continue
                 raise KafkaException(err)
             key = self.key_map.key_of(msg.topic(), msg.partition())
@@ -183,6 +190,7 @@ class KeyConsumer:
             if 0 <= offset < expected:
                 self.resets.append({"key": key, "from": expected, "to": offset})
             out.setdefault(key, []).append([offset, value])
+            self.at_end.pop(key, None)
             self.first_polled.setdefault(key, offset)
             self.positions[key] = offset + 1
         return out

@@ -15,8 +15,10 @@
 * :class:`CatchUp` / :func:`final_polls` — per thread: assign every key from
   the beginning, then poll until this process has read up to the target of
   every key, or its consumer reports the partition's end past the target,
-  or at the same offset below it for ``END_STABLE_S`` (acknowledged records
-  the log lost); an unknown outcome starts over with a new process.
+  or the end of a log whose high watermark has stayed at or below the
+  target for ``END_STABLE_S`` (acknowledged records the log lost; an end
+  below the high watermark is an open transaction, waited for); an unknown
+  outcome starts over with a new process.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from generator import (
 )
 
 FINAL_POLL_MS = 1000
-#: a partition that ends below a final read's target for this long ends the
-#: reads of it: the target is gone from the log (lost), not yet to come
+#: a log whose high watermark stays at or below a final read's target for
+#: this long ends the reads of it: the target is gone (lost), not yet to come
 END_STABLE_S = 5.0
 
 
@@ -228,8 +230,8 @@ def track_offsets(gen: GenLike, tracker: OffsetTracker) -> Generator:
 class CatchUp(Generator):
     """One thread's final reads (see the module docstring). ``seen`` is the
     highest offset this process has polled per key; ``None`` means an assign
-    from the beginning is due. ``ends`` holds, per key, the partition end its
-    consumer last reported and since when (ns)."""
+    from the beginning is due. ``ends`` holds, per key, the last ``(end,
+    high watermark)`` its consumer reported and since when (ns)."""
 
     __slots__ = ("ends", "keys", "seen", "tracker")
 
@@ -238,22 +240,28 @@ class CatchUp(Generator):
         keys: list[int],
         tracker: OffsetTracker,
         seen: dict[int, int] | None = None,
-        ends: dict[int, tuple[int, int]] | None = None,
+        ends: dict[int, tuple[tuple[int, int], int]] | None = None,
     ) -> None:
         self.keys, self.tracker, self.seen = keys, tracker, seen
         self.ends = ends or {}
 
     def caught_up(self, now: int) -> bool:
-        """Whether every key is read up to its target: polled at or past it,
-        or the partition ends past it (what is left below was aborted), or
-        the partition has ended at the same offset for ``END_STABLE_S`` (the
-        target is gone from the log)."""
+        """Whether every key is read up to its target: polled at or past it;
+        or read to an end past it (what is left below it was aborted); or
+        read to the end of a log whose high watermark, at or below the
+        target, has not moved for ``END_STABLE_S`` (the target is gone).
+        An end below a higher watermark is an open transaction: wait."""
         seen = self.seen or {}
         for key, target in self.tracker.highest.items():
             if seen.get(key, -1) >= target:
                 continue
-            end, since = self.ends.get(key, (-1, now))
-            if end <= target and now - since < END_STABLE_S * 1e9:
+            if key not in self.ends:
+                return False
+            (end, high), since = self.ends[key]
+            if end > target:
+                continue
+            gone = high <= target and end >= high and now - since >= END_STABLE_S * 1e9
+            if not gone:
                 return False
         return True
 
@@ -284,10 +292,12 @@ class CatchUp(Generator):
             seen = dict(self.seen or {})
             for key, offset in _offsets(event):
                 seen[key] = max(seen.get(key, -1), offset)
-            ends = dict(self.ends)
-            for key, end in (event.get("ends") or {}).items():
-                if ends.get(int(key), (None, 0))[0] != end:
-                    ends[int(key)] = (end, event.get("time", ctx.time))
+            reported = {int(k): (int(e), int(h)) for k, (e, h) in (event.get("ends") or {}).items()}
+            now = event.get("time", ctx.time)
+            ends = {}
+            for key, state in reported.items():
+                same = self.ends.get(key)
+                ends[key] = same if same and same[0] == state else (state, now)
             return CatchUp(self.keys, self.tracker, seen, ends)
         return self
 

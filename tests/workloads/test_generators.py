@@ -150,10 +150,10 @@ def test_final_polls_read_until_every_process_caught_up() -> None:
     assert all(o.get("seek_to_beginning") for o in h if o["f"] == "assign")
 
 
-def final_reads(tracker: OffsetTracker, log_end: int, aborted_tail: bool) -> list[dict]:
-    """The final reads of one process over key 1, whose log holds data at
-    offsets below ``log_end`` (aborted records and markers, unread, from
-    there on when ``aborted_tail``); each poll takes one second."""
+def final_reads(tracker: OffsetTracker, log: int, end: int, high: int) -> list[dict]:
+    """The final reads of one process over key 1, for at most 60 s: the log
+    holds readable records below ``log``; a consumer past them reports the
+    partition's ``end`` and ``high`` watermark; each poll takes a second."""
     position = {}
 
     def reader(op: dict) -> dict:
@@ -162,28 +162,37 @@ def final_reads(tracker: OffsetTracker, log_end: int, aborted_tail: bool) -> lis
             position[op["process"]] = 0
             return done
         start = position[op["process"]]
-        recs = [[o, 7] for o in range(start, min(start + 15, log_end))]
+        recs = [[o, 7] for o in range(start, min(start + 15, log))]
         position[op["process"]] = start + len(recs)
-        end = log_end + 2 if aborted_tail else log_end
-        ends = {"1": end} if position[op["process"]] == log_end else {}
+        ends = {"1": [end, high]} if position[op["process"]] == log else {}
         return {**done, "value": [["poll", {1: recs}]], "ends": ends}
 
-    gen = g.on_clients(final_polls([1], tracker))
-    return invocations(simulate(gen, concurrency=1, complete=reader))
+    gen = g.on_clients(g.time_limit(60, final_polls([1], tracker)))
+    history = invocations(simulate(gen, concurrency=1, complete=reader))
+    return [o for o in history if o["f"] == "poll"]
 
 
-def test_final_reads_end_when_the_log_ends_past_the_target() -> None:
+def tracking(target: int) -> OffsetTracker:
     tracker = OffsetTracker()
-    tracker.highest = {1: 40}  # a record no read_committed consumer gets; the end is past it
-    polls = [o for o in final_reads(tracker, 40, aborted_tail=True) if o["f"] == "poll"]
-    assert len(polls) == 3  # 0-14, 15-29, 30-39 and the end at 42: done
+    tracker.highest = {1: target}
+    return tracker
+
+
+def test_final_reads_end_at_an_end_past_the_target() -> None:
+    # offset 40 holds no record a read_committed consumer gets; the end is past it
+    assert len(final_reads(tracking(40), log=40, end=42, high=42)) == 3
 
 
 def test_final_reads_of_a_log_that_lost_the_target_stop_once_its_end_holds() -> None:
-    tracker = OffsetTracker()
-    tracker.highest = {1: 45}  # acknowledged, then lost: the log ends at 40
-    polls = [o for o in final_reads(tracker, 40, aborted_tail=False) if o["f"] == "poll"]
+    polls = final_reads(tracking(45), log=40, end=40, high=40)  # acknowledged, then lost
     first_end = polls[2]["time"] + 10**9
     assert polls[-1]["time"] - first_end < END_STABLE_S * 1e9
     assert (polls[-1]["time"] + 10**9) - first_end >= END_STABLE_S * 1e9
     assert len(polls) == 3 + END_STABLE_S  # one poll a second until the end held
+
+
+def test_final_reads_wait_for_a_transaction_still_open_below_the_target() -> None:
+    # the last stable offset (40) holds below records up to 50: an open
+    # transaction, not a loss; read a poll a second after the assign until
+    # the time limit
+    assert len(final_reads(tracking(45), log=40, end=40, high=50)) == 59
