@@ -94,7 +94,7 @@ def outcome(line: Mapping[str, Any]) -> str:
     a false alarm for the correct broker."""
     if line.get("detected") is not None:
         return "found" if line["detected"] else "missed"
-    return {True: "valid", False: "FALSE ALARM"}.get(line["valid"], "unknown")
+    return {True: "valid", False: "FALSE ALARM", "crashed": "crashed"}.get(line["valid"], "unknown")
 
 
 def first_time(instances: Iterable[Any]) -> float | None:
@@ -154,7 +154,9 @@ def run_rounds(
 ) -> Iterator[dict[str, Any]]:
     """Runs every invocation ``rounds`` times, round by round, each on a seed
     drawn now (or ``seed``), appending each run's line to ``results``;
-    stops before a run that would start after ``deadline`` (monotonic)."""
+    stops before a run that would start after ``deadline`` (monotonic), and
+    after a run Ctrl-C cut short (which is not recorded). A run that
+    crashes is recorded as such, with its error, and the rounds go on."""
     draw = random.SystemRandom()
     results.parent.mkdir(parents=True, exist_ok=True)
     for _ in range(rounds):
@@ -163,23 +165,58 @@ def run_rounds(
                 return
             s = seed if seed is not None else draw.randrange(1, 2**31)
             started = time.monotonic()
-            result = run_one(inv.spec(s, overrides or {}))
-            line = summary(inv, s, result, time.monotonic() - started, inv.config(overrides))
+            config = inv.config(overrides)
+            try:
+                result = run_one(inv.spec(s, overrides or {}))
+            except Exception as e:  # a crashed run is a result to see, not a stop
+                line = crashed(inv, s, time.monotonic() - started, config, e)
+            else:
+                if result.outcome is not None and result.outcome.interrupted:
+                    return
+                line = summary(inv, s, result, time.monotonic() - started, config)
             with results.open("a") as f:
                 f.write(json.dumps(line, sort_keys=True) + "\n")
             yield line
 
 
+def crashed(
+    inv: Invocation, seed: int, seconds: float, config: str, error: Exception
+) -> dict[str, Any]:
+    """The results-file line of a run that raised instead of ending."""
+    return {
+        "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "name": inv.name,
+        "config": config,
+        "bug": inv.bug,
+        "workload": inv.settings["workload"],
+        "seed": seed,
+        "valid": "crashed",
+        "kinds": [],
+        "error": f"{type(error).__name__}: {error}",
+        "seconds": round(seconds, 1),
+    }
+
+
+LINE_KEYS = ("bug", "workload", "valid", "kinds")
+
+
 def read_results(path: Path) -> list[dict[str, Any]]:
-    """Every line of a results file; a torn last line is skipped."""
+    """Every line of a results file; a torn last line (a run killed while
+    appending) is skipped, any other bad line named."""
     if not path.exists():
         return []
+    lines = path.read_text().splitlines()
     out = []
-    for n, text in enumerate(path.read_text().splitlines(), 1):
+    for n, text in enumerate(lines, 1):
         try:
-            out.append(json.loads(text))
+            line = json.loads(text)
         except ValueError:
-            raise SpecError(f"{path}: line {n}: not a JSON object") from None
+            if n == len(lines):
+                break
+            raise SpecError(f"{path}: line {n}: not JSON") from None
+        if not isinstance(line, dict) or not all(k in line for k in LINE_KEYS):
+            raise SpecError(f"{path}: line {n}: not a run's line ({', '.join(LINE_KEYS)})")
+        out.append(line)
     return out
 
 
@@ -195,6 +232,8 @@ def table(
     kept = None if configs is None else set(configs)
     for line in lines:
         if kept is not None and line.get("config") not in kept:
+            continue
+        if line["valid"] == "crashed":  # no verdict: counted apart (crashes())
             continue
         into = correct if line["bug"] == CORRECT else bugs
         key = line["workload"] if line["bug"] == CORRECT else line["bug"]
@@ -233,6 +272,14 @@ def table(
             ]
         )
     return bug_rows, correct_rows
+
+
+def crashes(lines: list[dict[str, Any]], configs: Iterable[str] | None = None) -> int:
+    """How many runs crashed (no verdict), of ``configs`` when given."""
+    kept = None if configs is None else set(configs)
+    return sum(
+        1 for x in lines if x["valid"] == "crashed" and (kept is None or x.get("config") in kept)
+    )
 
 
 BUG_HEADER = [

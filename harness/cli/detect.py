@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.detect import (
         BUG_HEADER,
         CORRECT_HEADER,
+        crashes,
         load,
         markdown,
         outcome,
@@ -84,11 +85,15 @@ def run(args: argparse.Namespace) -> int:
                 )
         changes = {"time_limit": args.time_limit}
         configs = [i.config(changes) for i in load(args.suite)]
-        bug_rows, correct_rows = table(read_results(args.results), configs)
+        lines = read_results(args.results)
+        bug_rows, correct_rows = table(lines, configs)
+        crashed_runs = crashes(lines, configs)
     except SpecError as e:
         raise UsageError(str(e)) from None
     print(f"\nfrom {args.results}, the invocations of {args.suite}\n")
     print(markdown(bug_rows, BUG_HEADER))
     print()
     print(markdown(correct_rows, CORRECT_HEADER))
+    if crashed_runs:
+        print(f"\n{crashed_runs} run(s) crashed without a verdict: see their lines in the file")
     return ExitCode.INVALID if alarms else ExitCode.VALID

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.detect import (
+    crashes,
     first_time,
     load,
     outcome,
@@ -88,6 +89,39 @@ def test_runs_draw_seeds_and_append_a_line_each(tmp_path: Path) -> None:
     assert [s.seed for s in fake.specs[-2:]] == [7, 7]
     assert list(run_rounds(invocations, 5, results, deadline=time.monotonic(), run_one=fake)) == []
     assert len(read_results(results)) == 8  # runs add up in the file
+
+
+def test_a_crash_is_recorded_and_ctrl_c_stops_without_a_line(tmp_path: Path) -> None:
+    invocations = select(load(SUITE), ["no-dedup", "correct-txn"])
+    results = tmp_path / "detection.jsonl"
+    fake = Fake(tmp_path / "store")
+
+    def crash_then_interrupt(spec: Spec) -> RunResult:
+        if spec.bug:
+            raise RuntimeError("no network namespaces")
+        result = fake(spec)
+        result.outcome = Outcome(1, True, 0)
+        return result
+
+    lines = list(run_rounds(invocations, 3, results, run_one=crash_then_interrupt))
+    assert [(x["name"], x["valid"]) for x in lines] == [("no-dedup", "crashed")]
+    assert lines[0]["error"] == "RuntimeError: no network namespaces"
+    assert outcome(lines[0]) == "crashed"
+    assert read_results(results) == lines
+    assert table(lines) == ([], []) and crashes(lines) == 1
+
+
+def test_a_torn_last_line_is_skipped_and_a_bad_one_named(tmp_path: Path) -> None:
+    results = tmp_path / "detection.jsonl"
+    good = json.dumps({"bug": "correct", "workload": "txn", "valid": True, "kinds": []})
+    results.write_text(f"{good}\n{good[:20]}")
+    assert len(read_results(results)) == 1
+    results.write_text(f"{good[:20]}\n{good}\n")
+    with pytest.raises(SpecError, match="line 1: not JSON"):
+        read_results(results)
+    results.write_text('{"bug": "correct"}\n')
+    with pytest.raises(SpecError, match="line 1: not a run's line"):
+        read_results(results)
 
 
 def test_the_table_counts_found_runs_kinds_and_false_alarms() -> None:
