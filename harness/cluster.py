@@ -293,11 +293,17 @@ class Cluster:
 
     # --- faults ---------------------------------------------------------
     def nemesis_context(
-        self, *, seed: int = 0, roles: Roles | None = None, key_map: KeyMap | None = None
+        self,
+        *,
+        seed: int = 0,
+        roles: Roles | None = None,
+        key_map: KeyMap | None = None,
+        group: str = "jepka",
     ) -> NemesisContext:
         """What nemeses need; roles (controller, leaders, coordinators) are
         asked of the live cluster through a Kafka client unless given;
-        ``key_map`` is the workload's, for targets such as a key's leader."""
+        ``key_map`` and ``group`` are the workload's, for targets such as a
+        key's leader or the group's coordinator."""
         rng = random.Random(seed)
         return NemesisContext(
             nodes=self.nodes,
@@ -307,6 +313,7 @@ class Cluster:
             record=self.registry.add_fault,
             rng=rng,
             key_map=key_map or KeyMap(),
+            group=group,
         )
 
     def heal(self, ready_timeout: float = 60.0) -> None:

@@ -41,11 +41,12 @@ class StoredRun:
     path: Path
     spec: TestSpec
     plan: FaultPlan
-    results: dict[str, Any]
+    #: None for a run never checked (no results.json)
+    results: dict[str, Any] | None
 
     @property
     def kinds(self) -> set[str]:
-        return anomaly_kinds(self.results)
+        return anomaly_kinds(self.results or {})
 
     @classmethod
     def load(cls, path: Path) -> StoredRun:
@@ -54,8 +55,11 @@ class StoredRun:
         test = _json(path / TEST_JSON)
         if not isinstance(test.get("spec"), dict):
             raise SpecError(f"{path / TEST_JSON}: no spec recorded")
-        spec = resolve(test["spec"], None, str(path / TEST_JSON))
-        results = _json(path / RESULTS_JSON) if (path / RESULTS_JSON).exists() else {}
+        # the faults are the run's own (faults.yml), not its schedule file's,
+        # which may have moved or changed since
+        settings = {k: v for k, v in test["spec"].items() if k != "schedule"}
+        spec = resolve(settings, None, str(path / TEST_JSON))
+        results = _json(path / RESULTS_JSON) if (path / RESULTS_JSON).exists() else None
         return cls(path, spec, _faults(path, spec), results)
 
     def spec_for(self, schedule: Path, name: str, **changes: Any) -> TestSpec:
@@ -85,11 +89,15 @@ def _faults(path: Path, spec: TestSpec) -> FaultPlan:
     except PlanError as e:
         raise SpecError(str(e)) from None
     from history import read_ops
+    from history.errors import HistoryError
 
     history = path / "history.jsonl"
     if not history.exists():
         raise SpecError(f"{path}: no faults.yml and no history.jsonl to read the faults from")
-    return applied(read_ops(history, "jsonl"), KINDS, spec.time_limit)
+    try:
+        return applied(read_ops(history, "jsonl"), KINDS, spec.time_limit)
+    except HistoryError as e:
+        raise SpecError(str(e)) from None
 
 
 @dataclass
@@ -99,6 +107,7 @@ class Replay:
     run: StoredRun
     schedule: Path
     runs: list[tuple[Path, Any, set[str]]] = field(default_factory=list)
+    interrupted: bool = False
 
     def add(self, result: RunResult) -> None:
         self.runs.append(
@@ -119,7 +128,8 @@ class Replay:
         ]
         if not lines:
             some = sum(1 for _, _, found in self.runs if found)
-            lines = [f"the stored run found no anomaly; {some} of {n} replays did"]
+            found = "was never checked" if self.run.results is None else "found no anomaly"
+            lines = [f"the stored run {found}; {some} of {n} replays found one"]
         for path, valid, found in self.runs:
             lines.append(f"  {path}: valid {valid}; {', '.join(sorted(found)) or 'no anomaly'}")
         return lines
@@ -146,6 +156,9 @@ def replay(
     out = Replay(run, schedule)
     for i in range(times):
         result = run_one(spec, Origin("replay", run.path))
+        if result.outcome is not None and result.outcome.interrupted:
+            out.interrupted = True  # Ctrl-C: this run does not count, and no more run
+            break
         out.add(result)
         if on_run is not None:
             on_run(i + 1, result)

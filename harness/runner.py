@@ -141,19 +141,25 @@ def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterato
             "nemeses need a cluster jepka starts; drop --bootstrap or use --nemesis none"
         )
     from harness.spec import load_schedule
-    from nemesis.package import build
+    from nemesis.package import KINDS, build
+    from nemesis.plan import PlanError
 
     namespace = test.get("namespace", "jepka")
+    plan = load_schedule(spec.schedule) if spec.schedule else None
+    if plan is not None:
+        try:
+            plan.check_nodes(KINDS, [n.name for n in cluster.nodes], f"schedule {spec.schedule}")
+        except PlanError as e:
+            raise SpecError(str(e)) from None
     package = build(
         list(spec.faults),
         seed=spec.seed,
         interval=spec.nemesis_interval,
-        coordinator={"group": namespace},  # the workload's group
-        plan=load_schedule(spec.schedule) if spec.schedule else None,
+        plan=plan,
     )
     key_map = spec.workload_options(namespace).key_map
     with cluster.healing():  # heals on the way out, also on SIGTERM/SIGHUP
-        ctx = cluster.nemesis_context(seed=spec.seed, key_map=key_map)
+        ctx = cluster.nemesis_context(seed=spec.seed, key_map=key_map, group=namespace)
         nemesis = ValidatingNemesis(package.bind(ctx))
         try:  # teardown also closes the context's roles client, even after a failed setup
             nemesis = nemesis.setup(test)

@@ -8,7 +8,8 @@ they hit, as a replay runs them), each step is kept only while the
 candidate still reproduces:
 
 1. no faults at all;
-2. the time limit cut to just after the last fault;
+2. the time limit cut to five seconds after the last fault ends (or, for
+   one lasting until the final heal, starts);
 3. Zeller's ddmin over the faults: drop halves, then quarters, ...;
 4. each fault's duration halved, then the time limit cut again;
 5. fewer keys, then fewer clients, each halved down to one.
@@ -33,7 +34,7 @@ from harness.reproduce import StoredRun, anomaly_kinds, write_pinned
 from harness.runner import Origin, RunResult, run_test
 from harness.spec import TestSpec
 from nemesis.package import KINDS
-from nemesis.plan import FaultPlan, load
+from nemesis.plan import FaultPlan, load, subset
 
 T = TypeVar("T")
 #: the shortest time limit a candidate gets, and the slack after its last fault
@@ -86,7 +87,18 @@ class Candidate:
         )
 
     def key(self) -> str:
-        return f"{self.plan.to_yaml()}|{self.time_limit}|{self.key_count}|{self.concurrency}"
+        return f"{self.plan.to_yaml()}|{float(self.time_limit)}|{self.key_count}|{self.concurrency}"
+
+    @property
+    def fewest_keys(self) -> int:
+        """The fewest keys its targets allow: one past the highest key they
+        name (the leader of key K, a partition of key K)."""
+        named = [
+            int(t.get("leader-of-key", t.get("key", -1)))
+            for t in (f.target for f in self.plan.faults)
+            if isinstance(t, dict)
+        ]
+        return max([1, *(k + 1 for k in named)])
 
     def with_time_limit(self, limit: float) -> Candidate:
         """Cut to ``limit`` seconds: faults starting later are dropped."""
@@ -121,7 +133,7 @@ def shrink(start: Candidate, reproduces: Callable[[Candidate], bool]) -> Candida
         base = best
         ddmin(
             list(range(len(base.plan.faults))),
-            lambda keep: attempt(replace(base, plan=_subset(base.plan, keep))),
+            lambda keep: attempt(replace(base, plan=subset(base.plan, keep))),
         )
     for i in range(len(best.plan.faults)):
         while (d := best.plan.faults[i].duration) is not None and d / 2 >= MIN_DURATION_S:
@@ -130,15 +142,13 @@ def shrink(start: Candidate, reproduces: Callable[[Candidate], bool]) -> Candida
             if not attempt(replace(best, plan=FaultPlan(tuple(faults)))):
                 break
     attempt(best.cut_after_last_fault())
-    while best.key_count > 1 and attempt(replace(best, key_count=best.key_count // 2)):
+    while best.key_count // 2 >= best.fewest_keys and attempt(
+        replace(best, key_count=best.key_count // 2)
+    ):
         pass
     while best.concurrency > 1 and attempt(replace(best, concurrency=best.concurrency // 2)):
         pass
     return best
-
-
-def _subset(plan: FaultPlan, keep: Sequence[int]) -> FaultPlan:
-    return FaultPlan(tuple(plan.faults[i] for i in sorted(keep)))
 
 
 @dataclass

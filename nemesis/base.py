@@ -40,6 +40,8 @@ class NemesisContext:
     record: Callable[[str, Any], None] = lambda f, detail: None
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     key_map: KeyMap = field(default_factory=KeyMap)
+    #: the workload's consumer group (whose coordinator a cut isolates)
+    group: str = "jepka"
 
     @property
     def names(self) -> list[str]:

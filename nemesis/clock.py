@@ -9,6 +9,7 @@ two offsets every period for a bounded duration, `reset-clock` sets +0.
 
 from __future__ import annotations
 
+import math
 import random
 import shlex
 import time
@@ -107,17 +108,20 @@ def strobe(rng: random.Random) -> dict[str, Any]:
     }
 
 
-def _checker(numbers: tuple[str, ...]) -> Callable[[Any], None]:
+def _checker(numbers: tuple[str, ...]) -> Callable[[Any, Sequence[str] | None], None]:
     """Checks a clock op's value: a mapping of ``targets`` (a node spec) and
     the numbers the op needs."""
 
-    def check(value: Any) -> None:
+    def check(value: Any, nodes: Sequence[str] | None = None) -> None:
         if not isinstance(value, dict):
             raise NemesisError(f"expected a mapping with {', '.join(numbers)}, got {value!r}")
         for key in numbers:
-            if isinstance(value.get(key), bool) or not isinstance(value.get(key), int | float):
-                raise NemesisError(f"{key} must be a number, got {value.get(key)!r}")
-        check_targets(value.get("targets", "one"))
+            number = value.get(key)
+            if isinstance(number, bool) or not isinstance(number, int | float):
+                raise NemesisError(f"{key} must be a number, got {number!r}")
+            if not math.isfinite(number):
+                raise NemesisError(f"{key} must be finite, got {number!r}")
+        check_targets(value.get("targets", "one"), nodes)
 
     return check
 

@@ -31,6 +31,7 @@ class FaultOptions:
     #: node specs a targeted fault picks from at each start
     targets: Sequence[str] = DEFAULT_TARGETS
     #: what `isolate-coordinator` cuts off: a `group` or a `transactional_id`
+    #: (none: the workload's group, asked of the context when it runs)
     coordinator: dict[str, str] | None = None
 
     def pick_target(self, rng: random.Random) -> str:

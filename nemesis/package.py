@@ -12,8 +12,9 @@ kind alone (`partition-one`, `partition-majority`, `partition-majorities-ring`,
 `partition-minority-third`, `partition-bridge`, `isolate-leader`,
 `isolate-controller`, `isolate-coordinator`, `clients`), `lose-unfsynced`,
 `clock` (bumps) and `clock-strobe`; and `standard`, the mix for finding
-bugs without tuning: kills, pauses and every partition kind (random grudges
-and role-targeted cuts), each on targets of every size and role (one node
+bugs without tuning: kills, pauses and partitions (random grudges of
+`partition`, and the cuts of the leader, the controller and a coordinator),
+each on targets of every size and role (one node
 to all of them, the leaders, the controller), overlapping. Power loss is
 not in it: Kafka acknowledges before it fsyncs (`flush.messages` is
 unbounded), so losing unsynced data on replicas at once loses acknowledged

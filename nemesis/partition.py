@@ -7,7 +7,8 @@ rules inside each node's network stack, healed by flushing our chains.
 - role-targeted cuts, asking the live cluster who holds the role:
   `isolate-leader` (of a `key`'s partition, or of `topic`/`partition`, else
   of a random partition),
-  `isolate-controller`, `isolate-coordinator` (`group` or `transactional_id`);
+  `isolate-controller`, `isolate-coordinator` (of a `transactional_id`, or
+  of a `group`, by default the workload's);
 - `clients`: cut the harness (clients) off from the `targets` brokers (a node
   spec, default `minority`) while brokers still see each other.
 The completion records the exact grudge (or cut) so the history shows it;
@@ -29,6 +30,7 @@ from nemesis.base import NemesisContext, NemesisError, OpDict, complete
 from nemesis.family import Build, FaultFamily, FaultOptions
 from nemesis.grudge import GRUDGES, Grudge, isolate
 from nemesis.schedule import Fault
+from nemesis.targets import check as check_targets
 from nemesis.targets import pin
 
 ROLE_KINDS = ("isolate-leader", "isolate-controller", "isolate-coordinator")
@@ -62,14 +64,22 @@ def given_grudge(described: Any, names: Sequence[str]) -> Grudge:
     return {n: frozenset(described.get(n, ())) for n in names}
 
 
-def check(value: Any) -> None:
-    """Raises NemesisError for a start value that names no partition kind."""
+def check(value: Any, nodes: Sequence[str] | None = None) -> None:
+    """Raises NemesisError for a start value that names no partition kind,
+    or a node not among ``nodes`` (when given)."""
     spec = _spec(value)
+    key = spec.get("key")
+    if key is not None and (type(key) is not int or key < 0):
+        raise NemesisError(f"key must be a key number (0 or more), got {key!r}")
+    if spec["kind"] == "clients":
+        check_targets(spec.get("targets", "minority"), nodes)
     grudge = spec.get("grudge")
     if grudge is not None and not (
         isinstance(grudge, Mapping) and all(isinstance(v, list) for v in grudge.values())
     ):
         raise NemesisError(f"a grudge maps nodes to lists of nodes, got {grudge!r}")
+    if grudge is not None and nodes is not None:
+        given_grudge(grudge, nodes)
 
 
 def pin_partition(value: Any, done: Any) -> Any:
@@ -97,9 +107,7 @@ def role_holder(ctx: NemesisContext, spec: Mapping[str, Any]) -> str:
         return ctx.roles.controller()
     if "transactional_id" in spec:
         return ctx.roles.coordinator("transaction", str(spec["transactional_id"]))
-    if "group" in spec:
-        return ctx.roles.coordinator("group", str(spec["group"]))
-    raise NemesisError("isolate-coordinator needs a `group` or a `transactional_id`")
+    return ctx.roles.coordinator("group", str(spec.get("group", ctx.group)))
 
 
 def plan(ctx: NemesisContext, value: Any) -> tuple[dict[str, Any], Grudge | None, list[str]]:
@@ -157,11 +165,11 @@ def build(chosen: Sequence[str], options: FaultOptions) -> Build:
         kinds = list(dict.fromkeys([*DEFAULT_KINDS, *kinds]))
     if not kinds:
         return Build([], [])
-    extra = options.coordinator or {"group": "jepka"}
+    extra = options.coordinator
 
     def pick_kind(rng: random.Random) -> Any:
         kind = rng.choice(kinds)
-        return {"kind": kind, **extra} if kind == "isolate-coordinator" else kind
+        return {"kind": kind, **extra} if kind == "isolate-coordinator" and extra else kind
 
     fault = Fault(
         "partition",

@@ -87,6 +87,14 @@ class FaultPlan:
                 out.append((f.end, stop))
         return sorted(out, key=lambda entry: entry[0])
 
+    def check_nodes(self, kinds: Mapping[str, Fault], nodes: Sequence[str], where: str) -> None:
+        """Raises PlanError for a target naming a node the cluster has not."""
+        for i, f in enumerate(self.faults, 1):
+            try:
+                kinds[f.fault].check(f.target, nodes)
+            except ValueError as e:
+                raise PlanError(f"{where}: fault {i} ({f.fault} at {f.at:g} s): {e}") from None
+
     def pinned(self, kinds: Mapping[str, Fault]) -> FaultPlan:
         """Targets drawn at random replaced by what they resolved to, roles
         kept: what a replay runs to hit the same nodes with the same faults."""
@@ -126,7 +134,7 @@ def parse(data: Any, kinds: Mapping[str, Fault], where: str) -> FaultPlan:
     """A plan from its YAML form; every error names ``where`` and the fault."""
     if not isinstance(data, dict) or not isinstance(data.get("faults"), list):
         raise PlanError(f"{where}: expected a mapping with a list `faults`")
-    unknown = sorted(set(data) - {"faults"})
+    unknown = sorted(map(str, set(data) - {"faults"}))
     if unknown:
         raise PlanError(f"{where}: unknown key(s) {', '.join(unknown)}; expected `faults`")
     faults = []
@@ -134,11 +142,11 @@ def parse(data: Any, kinds: Mapping[str, Fault], where: str) -> FaultPlan:
         what = f"{where}: fault {i}"
         if not isinstance(entry, dict):
             raise PlanError(f"{what}: expected a mapping, got {entry!r}")
-        extra = sorted(set(entry) - set(FIELDS))
+        extra = sorted(map(str, set(entry) - set(FIELDS)))
         if extra:
-            raise PlanError(f"{what}: unknown key(s) {', '.join(map(str, extra))}")
+            raise PlanError(f"{what}: unknown key(s) {', '.join(extra)}")
         name = entry.get("fault")
-        if name not in kinds:
+        if not isinstance(name, str) or name not in kinds:
             raise PlanError(f"{what}: unknown fault {name!r}; known: {', '.join(kinds)}")
         if "at" not in entry:
             raise PlanError(f"{what}: `at` (seconds after the start) is missing")
@@ -148,9 +156,11 @@ def parse(data: Any, kinds: Mapping[str, Fault], where: str) -> FaultPlan:
             duration = _number(duration, f"{what}: duration")
             if kinds[name].stop_f is None:
                 raise PlanError(f"{what}: {name} is one-shot and takes no duration")
-        target = entry.get("target")
+        if "target" not in entry:
+            raise PlanError(f"{what}: `target` is missing (a node spec, a role or node names)")
+        target = entry["target"]
         try:
-            kinds[name].check(target)
+            kinds[name].check(target, None)
         except ValueError as e:
             raise PlanError(f"{what}: target: {e}") from None
         faults.append(PlannedFault(at, name, target, duration, entry.get("resolved")))
@@ -209,6 +219,10 @@ def applied(
             for name in healed_by[start.f]:
                 for fault in open_.pop(name, []):
                     fault["duration"] = round(at - fault["at"], 3)
+    for start in invoked.values():  # the run ended with this op in flight
+        if start.f in by_start:
+            at = round(start.time / 1e9, 3)
+            faults.append({"at": at, "fault": by_start[start.f].name, "target": start.value})
     return FaultPlan(tuple(PlannedFault(**f) for f in faults))
 
 

@@ -31,16 +31,18 @@ ValueFn = Callable[[random.Random], Any]
 class Fault:
     """One fault kind: its start op (value drawn per start) and its stop op
     (None for one-shot faults such as lose-unfsynced), how to check a start
-    value written by hand, and how to pin one drawn at random to what a run
-    did (`pin(value, completion value)`: the nodes hit; roles stay, to be
-    asked afresh)."""
+    value written by hand (`check(value, nodes)`), and how to pin one drawn
+    at random to what a run did (`pin(value, completion value)`: the nodes
+    hit; roles stay, to be asked afresh)."""
 
     name: str
     start_f: str
     start_value: ValueFn
     stop_f: str | None
     stop_value: Any = "all"
-    check: Callable[[Any], None] = lambda value: None
+    #: raises ValueError for a start value it cannot take (naming a node
+    #: not among ``nodes``, when given)
+    check: Callable[[Any, Sequence[str] | None], None] = lambda value, nodes=None: None
     pin: Callable[[Any, Any], Any] = lambda value, done: value
 
     def start(self, rng: random.Random) -> OpDict:

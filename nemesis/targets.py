@@ -55,15 +55,25 @@ TopicPartitionOf = Callable[[int], tuple[str, int]]
 NodeSpec = str | Sequence[str] | Mapping[str, Any] | None
 
 
-def check(spec: Any) -> None:
-    """Raises TargetError for a value that is no node spec at all (node
-    names are checked against the cluster when the fault runs)."""
-    if spec is None or (isinstance(spec, str) and spec.strip()):
+def check(spec: Any, nodes: Sequence[str] | None = None) -> None:
+    """Raises TargetError for a value that is no node spec, or that names
+    a node not among ``nodes`` (when given)."""
+    named: list[str] | None = None
+    if isinstance(spec, str) and spec.strip():
+        named = [] if spec in SPECS else [n.strip() for n in spec.split(",")]
+    elif isinstance(spec, list) and spec and all(isinstance(x, str) for x in spec):
+        named = list(spec)
+    if spec is None or named is not None:
+        unknown = [n for n in named or [] if nodes is not None and n not in nodes]
+        if unknown:
+            raise TargetError(
+                f"unknown node(s) {', '.join(unknown)}; nodes are {', '.join(nodes or [])}"
+            )
         return
-    if isinstance(spec, list) and spec and all(isinstance(x, str) for x in spec):
-        return
-    if isinstance(spec, Mapping) and list(spec) == [KEY_LEADER] and type(spec[KEY_LEADER]) is int:
-        return
+    if isinstance(spec, Mapping) and list(spec) == [KEY_LEADER]:
+        key = spec[KEY_LEADER]
+        if type(key) is int and key >= 0:
+            return
     raise TargetError(
         f"not a node spec: {spec!r}; expected one of {', '.join(SPECS)}, node names, "
         f"or {{{KEY_LEADER}: KEY}}"

@@ -47,7 +47,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     print(f"schedule: {done.schedule}")
     print("\n".join(done.summary()))
+    if done.interrupted:
+        print("interrupted: the replay cut short does not count")
     verdicts = [valid for _, valid, _ in done.runs]
+    if not verdicts:
+        return ExitCode.UNKNOWN
     if False in verdicts:
         return ExitCode.INVALID
     return ExitCode.VALID if all(v is True for v in verdicts) else ExitCode.UNKNOWN

@@ -6,7 +6,8 @@ dropped, shortened and the test made smaller for as long as the anomaly
 comes back in at least --need of --tries runs. The best schedule so far is
 kept in RUN/shrink/minimal.yml and RUN/shrink/summary.md, also when
 interrupted (Ctrl-C). Exits 1 when the anomaly was reproduced (the
-minimal schedule shows it), 0 when it never came back, 254 on bad input.
+minimal schedule shows it), 0 when it never came back, 2 when interrupted
+before anything reproduced, 254 on bad input.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     except SpecError as e:
         raise UsageError(str(e)) from None
     kinds = set(args.anomaly or stored.kinds)
+    if stored.results is None and not kinds:
+        raise UsageError(f"{stored.path} has no results.json: run `jepka check` on it first")
     if not kinds:
         raise UsageError(f"{stored.path} found no anomaly to shrink for; name one with --anomaly")
     console = Console(highlight=False)
@@ -71,7 +74,11 @@ def run(args: argparse.Namespace) -> int:
             f"({trial.reproduced} of {len(trial.runs)} runs)"
         )
 
-    shrinker = Shrinker(stored, kinds, args.tries, args.need, run_shown, report)
+    try:
+        shrinker = Shrinker(stored, kinds, args.tries, args.need, run_shown, report)
+        start = shrinker.start()
+    except OSError as e:
+        raise UsageError(f"{stored.path / 'shrink'}: cannot write: {e.strerror}") from None
     console.print(
         f"[bold]shrinking[/] {stored.path} for {', '.join(sorted(kinds))}: "
         f"{len(stored.plan.faults)} fault(s); a candidate reproduces when "
@@ -79,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     )
     interrupted = False
     try:
-        shrink(shrinker.start(), shrinker.reproduces)
+        shrink(start, shrinker.reproduces)
     except (Interrupted, KeyboardInterrupt):
         interrupted = True
     except (SpecError, ClusterError, NemesisError) as e:
@@ -88,4 +95,6 @@ def run(args: argparse.Namespace) -> int:
     if interrupted:
         console.print("interrupted: the best schedule so far is kept")
     console.print(f"written: {shrinker.directory / 'summary.md'}")
-    return ExitCode.INVALID if shrinker.best is not None else ExitCode.VALID
+    if shrinker.best is not None:
+        return ExitCode.INVALID
+    return ExitCode.UNKNOWN if interrupted else ExitCode.VALID

@@ -67,7 +67,13 @@ def test_a_scheduled_run_is_replayed_and_shrunk(tmp_path: Path) -> None:
     assert (replay_run / origin["link"]).resolve() == run / "report.html"
 
     assert main(["shrink", str(run), "--tries", "1", "--need", "1"]) == 1
-    minimal = yaml.safe_load((run / "shrink" / "minimal.yml").read_text())["faults"]
-    assert len(minimal) <= 2
-    summary = (run / "shrink" / "summary.md").read_text()
-    assert "faults: 2 → " in summary and "--schedule" in summary
+    shrunk = run / "shrink"
+    # the first candidate is the run without faults; the pinned original is kept beside
+    assert yaml.safe_load((shrunk / "candidate-000.yml").read_text())["faults"] == []
+    assert yaml.safe_load((shrunk / "original.yml").read_text())["faults"] == pinned
+    minimal = (shrunk / "minimal.yml").read_text()
+    assert minimal in {p.read_text() for p in shrunk.glob("candidate-*.yml")}
+    left = len(yaml.safe_load(minimal)["faults"])
+    summary = (shrunk / "summary.md").read_text()
+    assert f"faults: 2 → {left}" in summary
+    assert f"--schedule {shrunk / 'minimal.yml'}" in summary

@@ -103,7 +103,9 @@ def test_a_schedule_file_sets_the_nemesis(tmp_path: Path) -> None:
 
 def test_a_bad_schedule_stops_the_run_naming_file_and_fault(tmp_path: Path) -> None:
     schedule = tmp_path / "faults.yml"
-    schedule.write_text("faults:\n  - {at: 1, fault: pause}\n  - {at: 2, fault: melt}\n")
+    schedule.write_text(
+        "faults:\n  - {at: 1, fault: pause, target: one}\n  - {at: 2, fault: melt}\n"
+    )
     with pytest.raises(SpecError, match=rf"schedule: {schedule}: fault 2: unknown fault 'melt'"):
         resolve(None, {"schedule": str(schedule)})
     with pytest.raises(SpecError, match="cannot read"):

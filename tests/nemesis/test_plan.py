@@ -68,8 +68,15 @@ def test_a_package_runs_its_plan_within_the_time_limit(tmp_path: Path) -> None:
         ("faults: [{at: 1, fault: kill, target: 7}]", "target: not a node spec"),
         ("faults: [{at: 1, fault: partition, target: everyone}]", "unknown partition kind"),
         ("faults: [{at: 1, fault: clock, target: one}]", "expected a mapping"),
+        ("faults: [{at: 1, fault: kill, target: controler}, {at: 2}]", "fault 2"),
         ("faults: [{at: 1, fault: clock, target: {delta_ms: x}}]", "delta_ms must be a number"),
         ("faults: [{at: 1}, {at: 1, fault: kill}]", "fault 1: unknown fault None"),
+        ("faults: [{at: 1, fault: [kill]}]", r"unknown fault \['kill'\]"),
+        ("faults: [{1: x, at: 1, fault: kill, target: one}]", "unknown key"),
+        ("faults: [{at: 1, fault: kill}]", "`target` is missing"),
+        ("faults: [{at: 1, fault: kill, target: {leader-of-key: -3}}]", "not a node spec"),
+        ("faults: [{at: 1, fault: partition, target: {kind: isolate-leader, key: x}}]", "key must"),
+        ("faults: [{at: 1, fault: clock, target: {delta_ms: .inf}}]", "must be finite"),
         ("faults: [\n", "line 2"),
     ],
 )
@@ -79,6 +86,24 @@ def test_a_bad_schedule_names_file_and_fault(tmp_path: Path, text: str, error: s
     with pytest.raises(PlanError, match=error) as e:
         load(path, KINDS)
     assert str(path) in str(e.value)
+
+
+def test_targets_naming_nodes_the_cluster_has_not_are_refused() -> None:
+    plan = parse(
+        yaml.safe_load(
+            "faults:\n  - {at: 1, fault: kill, target: controller}\n"
+            "  - {at: 2, fault: pause, target: controler}\n"
+            "  - {at: 3, fault: partition, target: {kind: one, grudge: {n1: [n7]}}}"
+        ),
+        KINDS,
+        "s.yml",
+    )
+    nodes = ["n1", "n2", "n3"]
+    with pytest.raises(PlanError, match=r"fault 2 \(pause at 2 s\): unknown node\(s\) controler"):
+        plan.check_nodes(KINDS, nodes, "s.yml")
+    with pytest.raises(PlanError, match=r"fault 1 \(partition at 3 s\): grudge names .* n7"):
+        FaultPlan(plan.faults[2:]).check_nodes(KINDS, nodes, "s.yml")
+    FaultPlan(plan.faults[:1]).check_nodes(KINDS, nodes, "s.yml")  # a role: no name to check
 
 
 def ops(*events: tuple[float, str, str, object]) -> list[Op]:
@@ -116,6 +141,11 @@ def test_the_faults_of_a_history_with_targets_meant_and_resolved() -> None:
     assert all(f.resolved is None for f in pinned.faults)
 
 
+def test_a_fault_whose_completion_never_came_is_kept() -> None:
+    plan = applied(ops((1.0, "invoke", "kill", "one")), KINDS, time_limit=30)
+    assert plan.faults == (PlannedFault(1.0, "kill", "one", None, None),)
+
+
 def test_the_recorded_corpus_histories_give_their_faults() -> None:
     hw = applied(read_ops(CORPUS / "nightly/bug-hw-truncation/history.parquet"), KINDS, 30)
     assert [(f.at, f.fault, f.target, f.duration) for f in hw.faults] == [
@@ -123,15 +153,15 @@ def test_the_recorded_corpus_histories_give_their_faults() -> None:
     ]
     assert hw.faults[0].resolved == {"killed": ["n1", "n2", "n3"]}
     for path in CORPUS.glob("*/*/history.parquet"):
-        plan = applied(read_ops(path), KINDS)
-        starts = sum(
-            1
-            for o in read_ops(path)
-            if o.process == "nemesis"
-            and o.type == "invoke"
-            and o.f in {k.start_f for k in KINDS.values()}
-        )
-        assert len(plan.faults) == starts, path
+        history = list(read_ops(path))
+        plan = applied(history, KINDS)
+        starts = {k.start_f for k in KINDS.values()}
+        done = {}  # each start's time → its completion, as the nemesis recorded it
+        for i, o in enumerate(history):
+            if o.process == "nemesis" and o.type == "invoke" and o.f in starts:
+                after = next(c for c in history[i + 1 :] if c.process == "nemesis")
+                done[round(o.time / 1e9, 3)] = (o.value, None if after.extra else after.value)
+        assert {f.at: (f.target, f.resolved) for f in plan.faults} == done, path
 
 
 def test_roles_stay_and_random_partitions_pin_to_their_grudge() -> None:
