@@ -3,14 +3,13 @@ kafka-python, with unmodified client settings."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigResource, NewTopic
 
 from broker.launcher import BrokerProcess
 from tests.eventually import eventually
+from tests.reading import poll_records
 from workloads.handles import Clients
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
@@ -50,8 +49,6 @@ def produce(
 def consume(
     bootstrap: str, topic: str, partitions: int, count: int, **settings: object
 ) -> list[bytes]:
-    values: list[bytes] = []
-    deadline = time.monotonic() + 30
     with Clients() as clients:
         consumer = clients.consumer(
             {
@@ -62,12 +59,7 @@ def consume(
             }
         )
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        while len(values) < count and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None:
-                assert msg.error() is None, msg.error()
-                values.append(msg.value())
-    return values
+        return [m.value() for m in poll_records(consumer, count, 30)]
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
@@ -201,12 +193,10 @@ def test_compacted_topic_read_by_a_real_consumer(start_broker, kafka_clients: Cl
     )
     consumer = kafka_clients.consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused"})
     consumer.assign([TopicPartition("compact", 0, 0)])
-    seen: dict[bytes, bytes] = {}
-    count, last_offset = 0, -1
-    deadline = time.monotonic() + 30
-    while last_offset < 299 and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            seen[msg.key()] = msg.value()
-            count, last_offset = count + 1, msg.offset()
-    assert last_offset == 299 and seen == expected and count < 300
+
+    def at_the_end(got: list) -> bool:
+        return bool(got) and got[-1].offset() >= 299
+
+    records = poll_records(consumer, 300, 30, until=at_the_end)
+    assert records[-1].offset() == 299 and len(records) < 300
+    assert {m.key(): m.value() for m in records} == expected

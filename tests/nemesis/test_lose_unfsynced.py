@@ -18,6 +18,7 @@ from harness.cluster import Cluster
 from nemesis.base import NemesisContext
 from nemesis.disk import lose_unfsynced, parse_ledger
 from nemesis.package import build
+from tests.eventually import eventually
 from workloads.handles import Clients
 
 pytestmark = [pytest.mark.integration, pytest.mark.netns, pytest.mark.slow]
@@ -51,9 +52,11 @@ def test_truncates_each_file_to_its_last_synced_size(cluster: Cluster) -> None:
         db.wait_ready(node)
         data = db.data_dir(node)
         ledger_path = os.path.join(data, "fsync.ledger")
-        deadline = time.monotonic() + 20
-        while len(parse_ledger(Path(ledger_path).read_text())) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        eventually(
+            lambda: len(parse_ledger(Path(ledger_path).read_text())) >= 2,
+            20,
+            what="two files in the fsync ledger",
+        )
         time.sleep(0.3)
         db.kill(node)
         names = ("seg/a.log", "b.log", "never.log")

@@ -7,10 +7,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 
 from tests.eventually import eventually
+from tests.reading import poll_records
 from workloads.handles import Clients
 
 
@@ -79,23 +80,13 @@ def produce(bootstrap: str, topic: str, values: dict[int, list[str]], **conf: An
 def read_partition(
     bootstrap: str, topic: str, partition: int, expect: int, timeout: float = 30
 ) -> list[str]:
-    values: list[str] = []
-    deadline = time.monotonic() + timeout
     with Clients() as clients:
         consumer = clients.consumer(
             {"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
              "enable.auto.commit": False}
         )  # fmt: skip
         consumer.assign([TopicPartition(topic, partition, 0)])
-        while len(values) < expect and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error() and message.error().code() != KafkaError._PARTITION_EOF:
-                continue
-            if not message.error():
-                values.append(message.value().decode())
-    return values
+        return [m.value().decode() for m in poll_records(consumer, expect, timeout)]
 
 
 def partition_state(bootstrap: str, topic: str) -> tuple[int, list[int]]:

@@ -14,6 +14,7 @@ from confluent_kafka.admin import ClusterMetadata
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import admin, create_topic, metadata, produce, read_partition
 from tests.eventually import eventually
+from tests.reading import poll_records
 from workloads.handles import Clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
@@ -45,12 +46,7 @@ def test_three_nodes_serve_clients_with_spread_leaders(
         {"bootstrap.servers": cluster.bootstrap, "group.id": "g", "auto.offset.reset": "earliest"}
     )
     consumer.subscribe(["spread"])
-    seen = 0
-    deadline = time.monotonic() + 30
-    while seen < 120 and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and not message.error():
-            seen += 1
+    seen = len(poll_records(consumer, 120, 30))
     consumer.commit(asynchronous=False)
     assert seen == 120
 

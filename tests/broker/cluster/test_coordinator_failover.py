@@ -5,7 +5,6 @@ and the group carries on from them."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -14,24 +13,20 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import admin, create_topic, produce
 from tests.eventually import eventually
+from tests.reading import poll_records
 from workloads.handles import Clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 
 
 def consume(bootstrap: str, count: int, timeout: float = 60) -> list[str]:
-    values: list[str] = []
-    deadline = time.monotonic() + timeout
     with Clients() as clients:
         consumer = clients.consumer(
             {"bootstrap.servers": bootstrap, "group.id": "cg", "auto.offset.reset": "earliest",
              "enable.auto.commit": False}
         )  # fmt: skip
         consumer.subscribe(["work"])
-        while len(values) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and not message.error():
-                values.append(message.value().decode())
+        values = [m.value().decode() for m in poll_records(consumer, count, timeout)]
         if values:
             consumer.commit(asynchronous=False)
     return values
