@@ -13,8 +13,9 @@ kind alone (`partition-one`, `partition-majority`, `partition-majorities-ring`,
 `isolate-controller`, `isolate-coordinator`, `clients`), `lose-unfsynced`,
 `clock` (bumps) and `clock-strobe`; and `standard`, the mix for finding
 bugs without tuning: kills, pauses and partitions (random grudges of
-`partition`, and the cuts of the leader, the controller and a coordinator),
-each on targets of every size and role (one node
+`partition`, the cuts of the leader, the controller and a coordinator, and
+clients cut off from brokers that still see each other), each on targets
+of every size and role (one node
 to all of them, the leaders, the controller), overlapping. Power loss is
 not in it: Kafka acknowledges before it fsyncs (`flush.messages` is
 unbounded), so losing unsynced data on replicas at once loses acknowledged
@@ -42,6 +43,7 @@ STANDARD = (
     "isolate-leader",
     "isolate-controller",
     "isolate-coordinator",
+    "clients",
 )
 STANDARD_TARGETS = (*DEFAULT_TARGETS, "leaders", "controller")
 NAMES = (*(name for family in FAMILIES for name in family.names), "standard")

@@ -118,5 +118,6 @@ def test_the_standard_mix_draws_every_target_and_kind_and_overlaps() -> None:
         "isolate-leader",
         "isolate-controller",
         "isolate-coordinator",
+        "clients",
     }
     assert overlapping > 20
