@@ -2,8 +2,10 @@
 correct broker is falsely accused, under seeds drawn at random.
 
 A detection file (``suites/detect.yml``) holds the settings every run shares
-(the standard fault mix), one invocation per bug mode with the anomaly kind
-that finding it means, and the workloads the correct broker runs. Each run
+(the standard fault mix), one invocation per bug mode with the anomaly
+kinds that finding it means (and any setting the bug needs to exist, such
+as the acks its producers use), and the workloads the correct broker runs
+(with such settings too, so that each is also run without a bug). Each run
 draws its seed at run time and appends one JSON line to a results file, so
 runs made at different times add up; the table is computed from that file
 alone, from the lines of the invocations as the detection file has them
@@ -38,8 +40,8 @@ class Invocation:
 
     name: str
     settings: dict[str, Any]
-    #: the kind whose report counts as finding the bug; None for the correct broker
-    anomaly: str | None
+    #: the kinds whose report counts as finding the bug; () for the correct broker
+    anomalies: tuple[str, ...] = ()
 
     def config(self, overrides: Mapping[str, Any] | None = None) -> str:
         """A short hash of the settings and the overrides that change the
@@ -68,12 +70,20 @@ def load(path: Path) -> list[Invocation]:
     base = dict(doc.get("settings") or {})
     out = []
     for i, entry in enumerate(doc["bugs"], 1):
-        if not isinstance(entry, dict) or not {"bug", "workload", "anomaly"} <= set(entry):
-            raise SpecError(f"{path}: bugs[{i}]: needs bug, workload and anomaly")
-        settings = {**base, "workload": entry["workload"], "bug": [entry["bug"]]}
-        out.append(Invocation(f"{entry['bug']}", settings, str(entry["anomaly"])))
-    for workload in doc.get("correct") or []:
-        out.append(Invocation(f"{CORRECT}-{workload}", {**base, "workload": workload}, None))
+        if not isinstance(entry, dict) or not {"bug", "workload", "anomalies"} <= set(entry):
+            raise SpecError(f"{path}: bugs[{i}]: needs bug, workload and anomalies")
+        own = {k: v for k, v in entry.items() if k not in ("bug", "anomalies")}
+        kinds = entry["anomalies"]
+        if not isinstance(kinds, list) or not kinds or not all(isinstance(k, str) for k in kinds):
+            raise SpecError(f"{path}: bugs[{i}]: anomalies must be a list of anomaly kinds")
+        settings = {**base, **own, "bug": [entry["bug"]]}
+        out.append(Invocation(str(entry["bug"]), settings, tuple(kinds)))
+    for i, entry in enumerate(doc.get("correct") or [], 1):
+        own = dict(entry) if isinstance(entry, dict) else {"workload": entry}
+        if "workload" not in own:
+            raise SpecError(f"{path}: correct[{i}]: needs a workload")
+        name = own.pop("name", own["workload"])
+        out.append(Invocation(f"{CORRECT}-{name}", {**base, **own}, ()))
     for inv in out:  # every invocation must resolve before anything runs
         inv.spec(1, {})
     return out
@@ -134,11 +144,11 @@ def summary(
         "seconds": round(seconds, 1),
         "run": str(result.run_dir.path),
     }
-    if inv.anomaly is not None:
-        line["anomaly"] = inv.anomaly
-        line["detected"] = inv.anomaly in kinds
-        anomalies = results.get("anomalies") or {}
-        line["first_s"] = first_time(anomalies.get(inv.anomaly) or [])
+    if inv.anomalies:
+        line["anomalies"] = list(inv.anomalies)
+        line["detected"] = bool(set(inv.anomalies) & set(kinds))
+        found = results.get("anomalies") or {}
+        line["first_s"] = first_time([x for k in inv.anomalies for x in found.get(k) or []])
     return line
 
 
@@ -236,7 +246,10 @@ def table(
         if line["valid"] == "crashed":  # no verdict: counted apart (crashes())
             continue
         into = correct if line["bug"] == CORRECT else bugs
-        key = line["workload"] if line["bug"] == CORRECT else line["bug"]
+        if line["bug"] == CORRECT:  # by its name in the file: the workload, or its own
+            key = line.get("name", f"{CORRECT}-{line['workload']}").removeprefix(f"{CORRECT}-")
+        else:
+            key = line["bug"]
         into.setdefault(key, []).append(line)
     bug_rows = []
     for bug, got in sorted(bugs.items()):
@@ -250,7 +263,7 @@ def table(
             [
                 bug,
                 got[0]["workload"],
-                got[0].get("anomaly", ""),
+                " or ".join(got[0].get("anomalies", [])),
                 f"{len(found)} of {len(got)}",
                 f"{len(found) / len(got):.0%}",
                 ", ".join(f"{k} {n}" for k, n in sorted(seen.items())) or "none",

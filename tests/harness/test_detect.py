@@ -33,8 +33,9 @@ def test_the_detection_file_has_every_bug_mode_and_workload() -> None:
     from harness.spec import WORKLOADS
 
     invocations = load(SUITE)
-    assert sorted(i.bug for i in invocations if i.anomaly) == sorted(BUGS)
-    assert [i.settings["workload"] for i in invocations if not i.anomaly] == list(WORKLOADS)
+    assert sorted(i.bug for i in invocations if i.anomalies) == sorted(BUGS)
+    correct = [i.settings["workload"] for i in invocations if not i.anomalies]
+    assert set(correct) == set(WORKLOADS)
     assert {i.spec(1, {}).nemesis for i in invocations} == {("standard",)}
 
 
@@ -42,8 +43,10 @@ def test_the_detection_file_has_every_bug_mode_and_workload() -> None:
     ("text", "error"),
     [
         ("bugs: 3", "expected a mapping"),
-        ("bugs: [{bug: early-ack}]", r"bugs\[1\]: needs bug, workload and anomaly"),
-        ("bugs: [{bug: melt, workload: queue, anomaly: x}]", "'melt' is not one of"),
+        ("bugs: [{bug: early-ack}]", r"bugs\[1\]: needs bug, workload and anomalies"),
+        ("bugs: [{bug: early-ack, workload: queue, anomalies: x}]", "must be a list"),
+        ("bugs: [{bug: melt, workload: queue, anomalies: [x]}]", "'melt' is not one of"),
+        ("bugs: []\ncorrect: [{acks: '1'}]", r"correct\[1\]: needs a workload"),
     ],
 )
 def test_a_bad_detection_file_is_named(tmp_path: Path, text: str, error: str) -> None:
@@ -130,10 +133,10 @@ def test_the_table_counts_found_runs_kinds_and_false_alarms() -> None:
 
     lines = [
         line("early-ack", "queue", False, ["lost-write", "unseen"], detected=True, first_s=4.0,
-             anomaly="lost-write"),
-        line("early-ack", "queue", False, ["unseen"], detected=False, anomaly="lost-write"),
+             anomalies=["lost-write"]),
+        line("early-ack", "queue", False, ["unseen"], detected=False, anomalies=["lost-write"]),
         line("early-ack", "queue", False, ["lost-write"], detected=True, first_s=9.0,
-             anomaly="lost-write"),
+             anomalies=["lost-write"]),
         line("correct", "txn", True, []),
         line("correct", "txn", False, ["G1c"]),
         line("correct", "queue", "unknown", []),
