@@ -102,10 +102,16 @@ def report_data(run: Run) -> dict[str, Any]:
         "orders": offset_diagrams(pairs, results),
         "cycles": cycles,
         "linear": linearizability(key_labels(pairs, run.config), cycles, results),
-        "nodes": node_events(run.path),
+        "nodes": node_events(run.path, _started_at(run.config)),
         "stats": {k: short(v, 400) for k, v in stats.items()},
         "timings": results.get("timings") or {},
     }
+
+
+def _started_at(config: dict[str, Any]) -> float | None:
+    """The wall clock of the history's time 0 (``test.json``'s ``started_at``)."""
+    value = config.get("started_at")
+    return float(value) if isinstance(value, int | float) else None
 
 
 def render_html(data: dict[str, Any]) -> str:

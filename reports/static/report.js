@@ -391,10 +391,12 @@ function initNodes() {
   body.appendChild(el("p", {}, n.events.length + " event lines from " + n.nodes.length + " node(s)" +
     (n.truncated ? " (capped)" : "") + "."));
   var tbl = el("table", {id: "nodes-table"});
-  tbl.appendChild(el("tr")).append(el("th", {}, "node"), el("th", {}, "kind"), el("th", {}, "time"), el("th", {}, "line"));
+  tbl.appendChild(el("tr")).append(el("th", {}, "s"), el("th", {}, "node"), el("th", {}, "kind"),
+    el("th", {}, "line"));
   n.events.forEach(function (e) {
-    var tr = el("tr");
-    tr.append(el("td", {}, e.node), el("td", {}, e["class"]), el("td", {}, e.time || ""),
+    var tr = el("tr", e.internal ? {"class": "muted"} : {});
+    tr.append(el("td", {title: e.time || ""}, e.at === null || e.at === undefined ? "" : e.at.toFixed(1)),
+      el("td", {}, e.node), el("td", {}, e["class"]),
       el("td", {"class": "val", title: e.file + ":" + e.line}, e.text));
     tbl.appendChild(tr);
   });
