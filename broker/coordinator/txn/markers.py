@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 RETRY_BACKOFF_S = 0.1
+#: a marker still failing after this many attempts is logged (then every
+#: as many more): the transaction cannot complete until it lands
+LOG_EVERY_ATTEMPTS = 50
 
 # Partitions that will never take the marker: Kafka drops them (a deleted
 # partition, a newer producer epoch, a newer coordinator already there).
@@ -153,8 +156,10 @@ async def write_markers_until_done(
 ) -> None:
     """Retries the partitions whose marker failed retriably until none is left."""
     remaining = set(partitions)
+    attempts = 0
     while remaining:
         results = await channel.write(marker, remaining)
+        attempts += 1
         remaining = set()
         for tp, error in results.items():
             if error is ErrorCode.none:
@@ -165,7 +170,11 @@ async def write_markers_until_done(
                     "commit" if marker.commit else "abort", marker.producer_id, tp, error.name,
                 )  # fmt: skip
                 continue
-            log.debug("marker for pid %d on %s: %s; retrying", marker.producer_id, tp, error.name)
+            logged = log.info if attempts % LOG_EVERY_ATTEMPTS == 0 else log.debug
+            logged(
+                "marker for pid %d on %s: %s; retrying (attempt %d)",
+                marker.producer_id, tp, error.name, attempts,
+            )  # fmt: skip
             remaining.add(tp)
         if remaining:
             await asyncio.sleep(RETRY_BACKOFF_S)
