@@ -125,6 +125,19 @@ def first_time(instances: Iterable[Any]) -> float | None:
     return round(min(times) / 1e9, 1) if times else None
 
 
+def _head(inv: Invocation, seed: int, seconds: float, config: str) -> dict[str, Any]:
+    """What every results-file line says: which run, when, how long."""
+    return {
+        "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "name": inv.name,
+        "config": config,
+        "bug": inv.bug,
+        "workload": inv.settings["workload"],
+        "seed": seed,
+        "seconds": round(seconds, 1),
+    }
+
+
 def summary(
     inv: Invocation, seed: int, result: RunResult, seconds: float, config: str
 ) -> dict[str, Any]:
@@ -132,16 +145,10 @@ def summary(
     results = result.results
     kinds = sorted(anomaly_kinds(results))
     line: dict[str, Any] = {
-        "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "name": inv.name,
-        "config": config,
-        "bug": inv.bug,
-        "workload": inv.settings["workload"],
-        "seed": seed,
+        **_head(inv, seed, seconds, config),
         "valid": results.get("valid"),
         "kinds": kinds,
         "counts": {k: n for k, n in anomaly_counts(results).items() if k in kinds},
-        "seconds": round(seconds, 1),
         "run": str(result.run_dir.path),
     }
     if inv.anomalies:
@@ -194,16 +201,10 @@ def crashed(
 ) -> dict[str, Any]:
     """The results-file line of a run that raised instead of ending."""
     return {
-        "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "name": inv.name,
-        "config": config,
-        "bug": inv.bug,
-        "workload": inv.settings["workload"],
-        "seed": seed,
+        **_head(inv, seed, seconds, config),
         "valid": "crashed",
         "kinds": [],
         "error": f"{type(error).__name__}: {error}",
-        "seconds": round(seconds, 1),
     }
 
 
