@@ -240,10 +240,7 @@ def table(
     given (the detection file as it is now)."""
     bugs: dict[str, list[dict[str, Any]]] = {}
     correct: dict[str, list[dict[str, Any]]] = {}
-    kept = None if configs is None else set(configs)
-    for line in lines:
-        if kept is not None and line.get("config") not in kept:
-            continue
+    for line in of_configs(lines, configs):
         if line["valid"] == "crashed":  # no verdict: counted apart (crashes())
             continue
         into = correct if line["bug"] == CORRECT else bugs
@@ -288,12 +285,17 @@ def table(
     return bug_rows, correct_rows
 
 
+def of_configs(lines: list[dict[str, Any]], configs: Iterable[str] | None) -> list[dict[str, Any]]:
+    """The lines of the settings ``configs`` (all of them when None)."""
+    if configs is None:
+        return lines
+    kept = set(configs)
+    return [x for x in lines if x.get("config") in kept]
+
+
 def crashes(lines: list[dict[str, Any]], configs: Iterable[str] | None = None) -> int:
     """How many runs crashed (no verdict), of ``configs`` when given."""
-    kept = None if configs is None else set(configs)
-    return sum(
-        1 for x in lines if x["valid"] == "crashed" and (kept is None or x.get("config") in kept)
-    )
+    return sum(1 for x in of_configs(lines, configs) if x["valid"] == "crashed")
 
 
 BUG_HEADER = [
