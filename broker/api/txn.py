@@ -99,9 +99,10 @@ def _by_topic(errors: dict[tuple[str, int], ErrorCode]) -> list[dict[str, Any]]:
 async def _add_partitions(
     ctx: RequestContext, transactional_id: str, producer_id: int, epoch: int, topics: Any
 ) -> list[dict[str, Any]]:
-    manager = ctx.broker.replica_manager
     wanted = [(t.name, int(p)) for t in topics for p in t.partitions]
-    unknown = {tp for tp in wanted if tp not in manager.partitions}
+    # the cluster's partitions (Kafka's metadata cache), not the ones hosted here:
+    # a coordinator need not be a replica of its transactions' partitions
+    unknown = {tp for tp in wanted if not ctx.broker.topics.contains(*tp)}
     errors: dict[tuple[str, int], ErrorCode]
     if unknown:
         errors = {

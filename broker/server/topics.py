@@ -95,5 +95,10 @@ class TopicStore:
         self._save()
         return topic
 
+    def contains(self, topic: str, partition: int) -> bool:
+        """Whether the partition exists in the cluster, wherever its replicas are."""
+        info = self.topics.get(topic)
+        return info is not None and 0 <= partition < len(info.partitions)
+
     def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return next((t for t in self.topics.values() if t.uuid == topic_id), None)
