@@ -56,13 +56,18 @@ class Broker:
             leader_of: LeaderOf | None = cluster.metadata_cache.leader
             producer_ids: ProducerIds = cluster.producer_ids
             markers = MarkerChannel(
-                node_id, manager, group.on_offsets_marker, leader_of, self.marker_sender.write
+                node_id,
+                manager,
+                group.on_offsets_marker,
+                self.topics.contains,
+                leader_of,
+                self.marker_sender.write,
             )
         else:
             metadata_cache = LocalMetadataCache(self.endpoint)
             forwarding = leader_of = None
             producer_ids = ProducerIdManager(self.ledger)
-            markers = MarkerChannel(node_id, manager, group.on_offsets_marker)
+            markers = MarkerChannel(node_id, manager, group.on_offsets_marker, self.topics.contains)
         txn = TransactionCoordinator(
             txn_config(config), manager, markers, producer_ids, group.runtime.partition_for
         )

@@ -29,11 +29,12 @@ RETRY_BACKOFF_S = 0.1
 #: as many more): the transaction cannot complete until it lands
 LOG_EVERY_ATTEMPTS = 50
 
-# Partitions that will never take the marker: Kafka drops them (a deleted
-# partition, a newer producer epoch, a newer coordinator already there).
+# Partitions that will never take the marker: Kafka drops them (a newer
+# producer epoch, a newer coordinator already there). A partition that does
+# not exist in the cluster any more is dropped as well; one that exists but
+# is unknown where the marker went (a broker still loading it) is retried.
 _GIVE_UP = frozenset(
     {
-        ErrorCode.unknown_topic_or_partition,
         ErrorCode.invalid_producer_epoch,
         ErrorCode.producer_fenced,
         ErrorCode.transaction_coordinator_fenced,
@@ -80,6 +81,8 @@ RemoteWrite = Callable[
 ``(node_id, host, port)``; per-partition errors."""
 
 LeaderOf = Callable[[str, int], "tuple[int, str, int] | None"]
+Exists = Callable[[str, int], bool]
+"""Whether a partition exists in the cluster (Kafka's metadata cache)."""
 
 
 async def append_local(
@@ -117,10 +120,12 @@ class MarkerChannel:
         node_id: int,
         marker_log: MarkerLog,
         on_offsets_marker: OffsetsMarkerHook,
+        exists: Exists,
         leader_of: LeaderOf | None = None,
         remote_write: RemoteWrite | None = None,
     ) -> None:
         self.node_id = node_id
+        self.exists = exists
         self._log = marker_log
         self._on_offsets_marker = on_offsets_marker
         self._leader_of = leader_of  # None on a single node: everything is local
@@ -135,7 +140,9 @@ class MarkerChannel:
         remote: dict[tuple[int, str, int], list[TopicPartition]] = {}
         for tp in sorted(set(partitions)):
             leader = (self.node_id, "", 0) if self._leader_of is None else self._leader_of(*tp)
-            if leader is None:
+            if not self.exists(*tp):
+                results[tp] = ErrorCode.unknown_topic_or_partition
+            elif leader is None:
                 results[tp] = ErrorCode.leader_not_available
             elif leader[0] == self.node_id:
                 local.append(tp)
@@ -164,7 +171,8 @@ async def write_markers_until_done(
         for tp, error in results.items():
             if error is ErrorCode.none:
                 continue
-            if error in _GIVE_UP:
+            gone = error is ErrorCode.unknown_topic_or_partition and not channel.exists(*tp)
+            if error in _GIVE_UP or gone:
                 log.warning(
                     "dropping %s marker for pid %d on %s: %s",
                     "commit" if marker.commit else "abort", marker.producer_id, tp, error.name,

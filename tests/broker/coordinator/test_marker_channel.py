@@ -19,6 +19,10 @@ TopicPartition = tuple[str, int]
 ME = 1
 
 
+def exists_everywhere(topic: str, partition: int) -> bool:
+    return True
+
+
 class LocalLog:
     """This node's replica manager as the channel sees it: refuses what it is told to."""
 
@@ -61,7 +65,12 @@ def test_partitions_go_to_their_leaders_and_retries_follow_leader_changes() -> N
         return dict.fromkeys(tps, ErrorCode.none)
 
     channel = MarkerChannel(
-        ME, local, lambda p, pid, e, c: offsets_markers.append((p, c)), leader_of, remote
+        ME,
+        local,
+        lambda p, pid, e, c: offsets_markers.append((p, c)),
+        exists_everywhere,
+        leader_of,
+        remote,
     )
     asyncio.run(write_markers_until_done(channel, TxnMarker(5, 0, True, 7), set(leaders)))
     assert sorted(local.written) == [(GROUP_TOPIC, 4), ("t", 0)]
@@ -72,7 +81,12 @@ def test_partitions_go_to_their_leaders_and_retries_follow_leader_changes() -> N
 
 def test_definite_refusals_are_dropped_and_unknown_leaders_retried() -> None:
     local = LocalLog(
-        {("t", 0): [ErrorCode.producer_fenced], ("t", 1): [ErrorCode.request_timed_out] * 2}
+        {
+            ("t", 0): [ErrorCode.producer_fenced],
+            ("t", 1): [ErrorCode.request_timed_out] * 2,
+            # a leader still loading the partition: Kafka retries
+            ("t", 2): [ErrorCode.unknown_topic_or_partition],
+        }
     )
     asked: list[TopicPartition] = []
 
@@ -81,8 +95,20 @@ def test_definite_refusals_are_dropped_and_unknown_leaders_retried() -> None:
         unknown_once = (topic, partition) == ("t", 2) and asked.count(("t", 2)) == 1
         return None if unknown_once else (ME, "n1", 9092)
 
-    channel = MarkerChannel(ME, local, lambda *_: None, leader_of)
+    channel = MarkerChannel(ME, local, lambda *_: None, exists_everywhere, leader_of)
     abort = TxnMarker(5, 0, False, 7)
     asyncio.run(write_markers_until_done(channel, abort, {("t", 0), ("t", 1), ("t", 2)}))
     assert sorted(local.written) == [("t", 1), ("t", 2)]  # ("t", 0) refused for good
-    assert asked.count(("t", 1)) == 3 and asked.count(("t", 2)) == 2
+    assert asked.count(("t", 1)) == 3 and asked.count(("t", 2)) == 3
+
+
+def test_markers_to_deleted_partitions_are_dropped() -> None:
+    local = LocalLog({("t", 0): [ErrorCode.unknown_topic_or_partition] * 3})
+    deleted = {("gone", 0)}
+
+    def exists(topic: str, partition: int) -> bool:
+        return (topic, partition) not in deleted
+
+    channel = MarkerChannel(ME, local, lambda *_: None, exists, lambda t, p: (ME, "n1", 9092))
+    asyncio.run(write_markers_until_done(channel, TxnMarker(5, 0, True, 7), {("t", 0), *deleted}))
+    assert local.written == [("t", 0)]
