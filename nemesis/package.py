@@ -55,6 +55,11 @@ NODE_HEALS: tuple[NodeHeal, ...] = tuple(
     for family in (partition.FAMILY, clock.FAMILY, process.FAMILY, disk.FAMILY)
     if family.heal_node is not None
 )
+#: the order of the final heal's ops, Jepsen's: the network first, so that
+#: restarted brokers reach their quorum and the harness reaches them (a
+#: broker cut off from the clients never answers as started), then clocks,
+#: then paused brokers resume before killed ones start
+HEAL_ORDER = ("stop-partition", "reset-clock", "resume", "start")
 #: every fault by name (what a schedule file's `fault` names), with the
 #: default options: its start and stop ops, how to check and pin a target
 KINDS: dict[str, Fault] = {
@@ -91,7 +96,9 @@ class NemesisPackage:
         return alternate(self.faults, seed=self.seed, duration=duration, interval=self.interval)
 
     def final_ops(self) -> list[OpDict]:
-        return final_ops(self.faults)
+        """The final heal, in ``HEAL_ORDER``."""
+        rank = {f: i for i, f in enumerate(HEAL_ORDER)}
+        return sorted(final_ops(self.faults), key=lambda op: rank.get(op["f"], len(rank)))
 
     def bind(self, ctx: NemesisContext) -> Bound:
         """The nemesis in the runner's protocol, bound to a cluster."""

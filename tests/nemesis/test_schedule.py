@@ -71,10 +71,10 @@ def test_partition_kinds_and_values() -> None:
 def test_final_ops_heal_everything() -> None:
     pkg = build("kill,pause,partition,clock,lose-unfsynced", seed=1)
     assert [op["f"] for op in pkg.final_ops()] == [
-        "start",
-        "resume",
         "stop-partition",
         "reset-clock",
+        "resume",
+        "start",
     ]
 
 
