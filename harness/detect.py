@@ -208,7 +208,7 @@ def crashed(
     }
 
 
-LINE_KEYS = ("bug", "workload", "valid", "kinds")
+LINE_KEYS = ("at", "bug", "workload", "valid", "kinds")
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:

@@ -6,14 +6,16 @@ workload) --rounds times, round by round, each run on a seed drawn when it
 starts; appends one JSON line per run to --results, then prints the table
 of everything in that file: per bug mode how often its anomaly was found,
 the kinds seen and the median time to the first anomaly; per workload the
-correct broker's false alarms. --table only prints it. Exits 1 when a
-correct-broker run in this call was invalid, else 0.
+correct broker's false alarms. --table only prints it; --since counts only
+the runs made after a time (such as a fix). Exits 1 when a correct-broker
+run in this call was invalid, else 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--store", help="run directory root (default: store)")
     p.add_argument("--time-limit", type=float, help="seconds of workload, over the file's")
     p.add_argument("--table", action="store_true", help="only print the table of --results")
+    p.add_argument(
+        "--since",
+        metavar="TIME",
+        help="count only runs made at or after TIME (UTC, e.g. 2026-11-26T09:30), "
+        "such as those after a fix",
+    )
     p.set_defaults(run=run)
 
 
@@ -61,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {args.rounds}")
+    since = _since(args.since)
     alarms = 0
     try:
         if not args.table:
@@ -85,15 +94,31 @@ def run(args: argparse.Namespace) -> int:
                 )
         changes = {"time_limit": args.time_limit}
         configs = [i.config(changes) for i in load(args.suite)]
-        lines = read_results(args.results)
+        lines = [x for x in read_results(args.results) if since is None or _at(x) >= since]
         bug_rows, correct_rows = table(lines, configs)
         crashed_runs = crashes(lines, configs)
     except SpecError as e:
         raise UsageError(str(e)) from None
-    print(f"\nfrom {args.results}, the invocations of {args.suite}\n")
+    after = f", runs since {since:%Y-%m-%dT%H:%M:%S}Z" if since else ""
+    print(f"\nfrom {args.results}, the invocations of {args.suite}{after}\n")
     print(markdown(bug_rows, BUG_HEADER))
     print()
     print(markdown(correct_rows, CORRECT_HEADER))
     if crashed_runs:
         print(f"\n{crashed_runs} run(s) crashed without a verdict: see their lines in the file")
     return ExitCode.INVALID if alarms else ExitCode.VALID
+
+
+def _since(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text.removesuffix("Z"))
+    except ValueError:
+        raise UsageError(f"--since: not a time: {text!r} (e.g. 2026-11-26T09:30)") from None
+    return when.replace(tzinfo=None)
+
+
+def _at(line: dict[str, Any]) -> datetime:
+    """When a results line was written (its ``at``, UTC)."""
+    return datetime.fromisoformat(str(line["at"]).removesuffix("Z"))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from harness.detect import (
     crashes,
     first_time,
@@ -116,7 +117,10 @@ def test_a_crash_is_recorded_and_ctrl_c_stops_without_a_line(tmp_path: Path) -> 
 
 def test_a_torn_last_line_is_skipped_and_a_bad_one_named(tmp_path: Path) -> None:
     results = tmp_path / "detection.jsonl"
-    good = json.dumps({"bug": "correct", "workload": "txn", "valid": True, "kinds": []})
+    good = json.dumps(
+        {"at": "2026-11-26T08:00:00Z", "bug": "correct", "workload": "txn", "valid": True,
+         "kinds": []}
+    )  # fmt: skip
     results.write_text(f"{good}\n{good[:20]}")
     assert len(read_results(results)) == 1
     results.write_text(f"{good[:20]}\n{good}\n")
@@ -154,3 +158,24 @@ def test_the_first_anomaly_is_its_earliest_op() -> None:
     instances = [{"ops": [{"time": 9_000_000_000}, {"time": 2_500_000_000}]}, {"key": 3}]
     assert first_time(instances) == 2.5
     assert first_time([{"key": 1}]) is None
+
+
+def test_since_counts_only_the_runs_made_after_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "detection.jsonl"
+    config = load(SUITE)[0].config({"time_limit": None})
+    before = {"at": "2026-11-26T08:00:00Z", "bug": "early-ack", "workload": "queue",
+              "valid": True, "kinds": [], "detected": False, "config": config,
+              "anomalies": ["lost-write"]}  # fmt: skip
+    after = {**before, "at": "2026-11-26T10:00:00Z", "valid": False, "kinds": ["lost-write"],
+             "detected": True}  # fmt: skip
+    results.write_text(f"{json.dumps(before)}\n{json.dumps(after)}\n")
+    table_args = ["detect", "--table", "--results", str(results)]
+    assert main(table_args) == 0
+    assert "| 1 of 2 |" in capsys.readouterr().out
+    assert main([*table_args, "--since", "2026-11-26T09:30"]) == 0
+    out = capsys.readouterr().out
+    assert "| 1 of 1 |" in out and "runs since 2026-11-26T09:30:00Z" in out
+    assert main([*table_args, "--since", "yesterday"]) == 254
+    assert "--since: not a time: 'yesterday'" in capsys.readouterr().err
