@@ -40,11 +40,10 @@ from collections.abc import Callable
 from broker import bugs
 from broker.errors import ErrorCode, KafkaError
 from broker.log.log import Log
-from broker.server.partition import Partition
+from broker.server.partition import ACK_TIMEOUT_S, Partition
 from broker.server.topics import PartitionAssignment
 
 UNKNOWN = -1
-ACK_TIMEOUT_S = 30.0  # librdkafka's default request.timeout.ms
 
 CaughtUp = Callable[["ReplicatedPartition", int], bool]
 """``(partition, replica)``: a follower outside the ISR caught up with its leader;
@@ -202,10 +201,11 @@ class ReplicatedPartition(Partition):
                 f"start {self.epoch_start_offset}",
             )
 
-    async def wait_replicated(self, end_offset: int) -> None:
+    async def wait_replicated(self, end_offset: int, timeout_s: float = ACK_TIMEOUT_S) -> None:
         """acks=all: returns once the HW reaches ``end_offset``; raises
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is under its minimum then
-        (it rarely is: the HW stands still under it)."""
+        REQUEST_TIMED_OUT after ``timeout_s``, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        if the ISR is under its minimum then (it rarely is: the HW stands
+        still under it)."""
         if bugs.active("early-ack"):
             return
         if not self.is_leader:
@@ -214,7 +214,7 @@ class ReplicatedPartition(Partition):
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._acks.append((end_offset, waiter))
             # asyncio.wait, not wait_for, which on 3.11 can swallow a racing cancellation
-            done, _ = await asyncio.wait([waiter], timeout=ACK_TIMEOUT_S)
+            done, _ = await asyncio.wait([waiter], timeout=timeout_s)
             if not done:
                 waiter.cancel()
                 self._acks = [(end, w) for end, w in self._acks if w is not waiter]

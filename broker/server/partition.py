@@ -15,6 +15,10 @@ from broker.errors import ErrorCode, KafkaError
 from broker.log.log import Log
 from broker.server.topics import PartitionAssignment
 
+#: how long acks=all waits when the request names no timeout (librdkafka's
+#: default request.timeout.ms)
+ACK_TIMEOUT_S = 30.0
+
 
 class Partition:
     def __init__(self, topic: str, index: int, log: Log, assignment: PartitionAssignment) -> None:
@@ -63,7 +67,7 @@ class Partition:
                 f"{self.topic}-{self.index} is led by {self.assignment.leader}",
             )
 
-    async def wait_replicated(self, end_offset: int) -> None:
+    async def wait_replicated(self, end_offset: int, timeout_s: float = ACK_TIMEOUT_S) -> None:
         """acks=all: on a single node everything appended is already replicated."""
 
     def maybe_advance_hw(self) -> None:

@@ -161,6 +161,17 @@ class ReplicaManager:
     async def append_records(
         self, topic: str, index: int, data: bytes, acks: int, from_client: bool = True
     ) -> AppendResult:
+        """Appends on the leader and, for acks=all, waits until the ISR has it."""
+        result, partition = self.append_to_leader(topic, index, data, acks, from_client)
+        if acks == -1:
+            await partition.wait_replicated(result.last_offset + 1)
+        return result
+
+    def append_to_leader(
+        self, topic: str, index: int, data: bytes, acks: int, from_client: bool = True
+    ) -> tuple[AppendResult, Partition]:
+        """Appends on the leader without waiting for replication (a produce
+        request appends every partition first, then waits for all together)."""
         partition = self.partition(topic, index)
         partition.check_leader(self.config.node_id)
         min_isr = partition.log.config["min.insync.replicas"]
@@ -171,9 +182,7 @@ class ReplicaManager:
             )
         result = partition.log.append(bytearray(data), partition.leader_epoch, from_client)
         partition.maybe_advance_hw()
-        if acks == -1:
-            await partition.wait_replicated(result.last_offset + 1)
-        return result
+        return result, partition
 
     async def append_marker(
         self,
