@@ -115,6 +115,9 @@ class ProducerStateManager:
         self.ledger = ledger
         self.producers: dict[int, ProducerEntry] = {}
         self.map_end_offset = 0  # the state reflects the log below this offset
+        #: finished transactions whose marker is above the high watermark:
+        #: first offset -> the marker's offset (Kafka's unreplicated transactions)
+        self.unreplicated: dict[int, int] = {}
 
     # -- validation (before offsets are assigned) ------------------------------
     def check_append(self, header: BatchHeader, from_client: bool) -> BatchMetadata | None:
@@ -192,6 +195,7 @@ class ProducerStateManager:
         entry.txn_first_offset = None
         if first is None:
             return None
+        self.unreplicated[first] = header.base_offset
         return CompletedTxn(
             entry.producer_id, first, header.base_offset, control_type == CONTROL_ABORT
         )
@@ -212,10 +216,26 @@ class ProducerStateManager:
         self.producers[producer_id].coordinator_epoch = coordinator_epoch
 
     def first_unstable_offset(self) -> int | None:
+        """The first offset of an open transaction, if any."""
         firsts = [
             e.txn_first_offset for e in self.producers.values() if e.txn_first_offset is not None
         ]
         return min(firsts) if firsts else None
+
+    def first_unsettled_offset(self, high_watermark: int) -> int | None:
+        """Where the last stable offset stops: the first offset of an open
+        transaction, or of a finished one whose marker is not below the HW
+        yet, so a read_committed reader never sees a transaction's data before
+        its outcome is as safe as the data (Kafka's firstUnstableOffset)."""
+        unsettled = [f for f, marker in self.unreplicated.items() if marker >= high_watermark]
+        known = [f for f in (self.first_unstable_offset(), *unsettled) if f is not None]
+        return min(known) if known else None
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Forgets the finished transactions whose marker is below the HW."""
+        self.unreplicated = {
+            first: marker for first, marker in self.unreplicated.items() if marker >= high_watermark
+        }
 
     def truncate_and_reload(self, offset: int) -> None:
         """Forgets state above ``offset``: drops later snapshots and reloads the newest
@@ -224,6 +244,7 @@ class ProducerStateManager:
             if int(path.stem) > offset:
                 path.unlink()
         self.producers.clear()
+        self.unreplicated.clear()
         self.map_end_offset = 0
         self.load_latest()
 

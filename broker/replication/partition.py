@@ -233,6 +233,7 @@ class ReplicatedPartition(Partition):
         if hw <= self.high_watermark:
             return
         self.high_watermark = hw
+        self.log.producer_state.on_high_watermark(hw)
         done = [w for end, w in self._acks if end <= hw]
         self._acks = [(end, w) for end, w in self._acks if end > hw]
         for waiter in done:
@@ -257,12 +258,14 @@ class ReplicatedPartition(Partition):
         hw = min(leader_hw, self.log.next_offset)
         if hw > self.high_watermark:
             self.high_watermark = hw
+            self.log.producer_state.on_high_watermark(hw)
             self.wake()
 
     def truncate_to(self, offset: int) -> None:
         """Only followers truncate: to where their log agrees with the leader's."""
         self.log.truncate_to(offset)
         self.high_watermark = min(self.high_watermark, self.log.next_offset)
+        self.log.producer_state.on_high_watermark(self.high_watermark)
 
     # -- waiting for data (follower fetches on the leader) -------------------------------
     def watch_data(self, waiter: asyncio.Future[None]) -> None:

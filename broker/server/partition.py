@@ -39,7 +39,7 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        unstable = self.log.producer_state.first_unstable_offset()
+        unstable = self.log.producer_state.first_unsettled_offset(self.high_watermark)
         if unstable is not None and bugs.active("lso-off-by-one"):
             unstable += 1  # one past the open transaction's first offset
         return self.high_watermark if unstable is None else min(unstable, self.high_watermark)
@@ -74,6 +74,7 @@ class Partition:
         """Single node: everything appended is replicated to the whole ISR."""
         if self.log.next_offset > self.high_watermark:
             self.high_watermark = self.log.next_offset
+            self.log.producer_state.on_high_watermark(self.high_watermark)
             self.wake()
 
     def wake(self) -> None:

@@ -265,3 +265,23 @@ def test_the_minimum_is_capped_at_the_replica_count(tmp_path: Path, ledger: Fsyn
     alone.log.append(bytearray(make_batch([b"a"])), 0)
     alone.maybe_advance_hw()
     assert not alone.under_min_isr and alone.high_watermark == 1
+
+
+def test_the_lso_waits_for_the_marker_to_reach_the_isr(tmp_path: Path, ledger: FsyncLedger) -> None:
+    """Kafka's unreplicated transactions: a committed transaction's data stays
+    above the LSO until its marker is below the HW, so a read_committed
+    reader never sees it while a failover could still lose the marker."""
+    leader = replica(tmp_path, ledger, 1)
+    txn = make_batch([b"a", b"b"], producer_id=7, producer_epoch=0, base_sequence=0,
+                     transactional=True)  # fmt: skip
+    leader.log.append(bytearray(txn), 0)
+    for follower in (2, 3):
+        leader.update_follower(follower, 2)
+    assert (leader.high_watermark, leader.last_stable_offset) == (2, 0)  # still open
+    marker = leader.log.append_marker(7, 0, True, 0, 0)
+    assert marker == 2
+    leader.update_follower(2, 3)
+    assert (leader.high_watermark, leader.last_stable_offset) == (2, 0)  # marker unreplicated
+    leader.update_follower(3, 3)
+    assert (leader.high_watermark, leader.last_stable_offset) == (3, 3)
+    assert leader.log.producer_state.unreplicated == {}  # forgotten once settled
