@@ -101,6 +101,14 @@ def _check_sequence(entry: ProducerEntry, header: BatchHeader) -> None:
         )
 
 
+class VerificationGuard:
+    """Identity only: a transactional write may be appended after its
+    verification only while its guard is still the producer's, i.e. no
+    marker for the producer landed while the coordinator was asked."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
 class CompletedTxn:
     producer_id: int
@@ -115,6 +123,9 @@ class ProducerStateManager:
         self.ledger = ledger
         self.producers: dict[int, ProducerEntry] = {}
         self.map_end_offset = 0  # the state reflects the log below this offset
+        #: producer id -> the guard of the transactional write being verified
+        #: with its coordinator (Kafka's VerificationGuard); a marker clears it
+        self.verifying: dict[int, VerificationGuard] = {}
         #: finished transactions whose marker is above the high watermark:
         #: first offset -> the marker's offset (Kafka's unreplicated transactions)
         self.unreplicated: dict[int, int] = {}
@@ -193,6 +204,7 @@ class ProducerStateManager:
     ) -> CompletedTxn | None:
         first = entry.txn_first_offset
         entry.txn_first_offset = None
+        self.verifying.pop(entry.producer_id, None)
         if first is None:
             return None
         self.unreplicated[first] = header.base_offset
@@ -214,6 +226,11 @@ class ProducerStateManager:
 
     def set_coordinator_epoch(self, producer_id: int, coordinator_epoch: int) -> None:
         self.producers[producer_id].coordinator_epoch = coordinator_epoch
+
+    def start_verification(self, producer_id: int) -> VerificationGuard:
+        """The producer's guard, made if none is pending (concurrent writes of
+        one transaction share it, as in Kafka)."""
+        return self.verifying.setdefault(producer_id, VerificationGuard())
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of an open transaction, if any."""
@@ -245,6 +262,7 @@ class ProducerStateManager:
                 path.unlink()
         self.producers.clear()
         self.unreplicated.clear()
+        self.verifying.clear()
         self.map_end_offset = 0
         self.load_latest()
 

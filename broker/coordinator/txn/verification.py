@@ -7,8 +7,10 @@ this epoch (AddPartitionsToTxn with ``verify_only``). Without it a write that
 arrives after its transaction ended (a delayed produce, a retry behind a pause)
 opens a transaction of its own on the partition, which the producer's next
 transaction's marker then resolves: an aborted write committed, or a later
-transaction's outcome decided by an earlier one (KAFKA-17754). The
-``delayed-endtxn`` bug mode skips this check.
+transaction's outcome decided by an earlier one (KAFKA-17754). A marker for
+the producer landing while the coordinator is asked clears the producer's
+verification guard, and the write is refused (Kafka's VerificationGuard).
+The ``delayed-endtxn`` bug mode skips this check.
 """
 
 from __future__ import annotations
@@ -105,7 +107,13 @@ class TxnVerifier:
         if open_here and entry.epoch == header.producer_epoch:
             return  # the transaction is open here already: verified when it began
         tp = (topic, partition)
+        state = hosted.log.producer_state
+        guard = state.start_verification(header.producer_id)
         code = await self._ask(transactional_id, header.producer_id, header.producer_epoch, tp)
+        if code is ErrorCode.none and state.verifying.get(header.producer_id) is not guard:
+            # a marker ended the transaction while the coordinator was asked: the
+            # write is late (its caller appends right after this returns)
+            raise KafkaError(ErrorCode.invalid_txn_state, f"{topic}-{partition}: txn ended")
         if code is ErrorCode.none:
             return
         if code in _DEFINITE:
