@@ -443,6 +443,17 @@ class Log:
             stats.bytes_after += segment.size
         return stats
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empties the log and starts it at ``offset`` (Kafka's
+        truncateFullyAndStartAt): a follower whose log ends before its
+        leader's log start begins again where the leader's log starts."""
+        for segment in self.segments:
+            segment.delete()
+        self.segments = [self._new_segment(offset)]
+        self.recovery_point = self._cleaned_to = offset
+        self.epochs.truncate_from_end(0)
+        self.producer_state.truncate_fully_and_start_at(offset)
+
     def truncate_to(self, offset: int) -> None:
         """Removes every batch at or after ``offset`` (for replication's truncation)."""
         if offset >= self.next_offset:

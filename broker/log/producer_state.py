@@ -254,6 +254,15 @@ class ProducerStateManager:
             first: marker for first, marker in self.unreplicated.items() if marker >= high_watermark
         }
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Forgets everything: the log now starts empty at ``offset``."""
+        for path in self._snapshot_files():
+            path.unlink()
+        self.producers.clear()
+        self.unreplicated.clear()
+        self.verifying.clear()
+        self.map_end_offset = offset
+
     def truncate_and_reload(self, offset: int) -> None:
         """Forgets state above ``offset``: drops later snapshots and reloads the newest
         one at or below it (the caller replays the log from ``map_end_offset``)."""

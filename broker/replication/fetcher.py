@@ -6,7 +6,12 @@ leader's offsets and epochs, and taking the leader's HW (capped by its own LEO).
 After every leader change a follower first asks the new leader, with
 OffsetForLeaderEpoch, where its own latest epoch ends in the leader's log and
 truncates there (KIP-101) — never blindly to its high watermark, which would lose
-acknowledged records or leave the logs diverged."""
+acknowledged records or leave the logs diverged. Every fetch also carries the
+epoch of the follower's last record, and a leader whose log parts from the
+follower's before its fetch offset answers with a diverging epoch instead of
+records; the follower truncates to where they agree. An answer counts only while
+the partition has the leader, leader epoch and log end its request was sent
+for."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import asyncio
 import datetime
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,7 +29,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from broker import bugs
-from broker.replication.partition import ReplicatedPartition, end_offset_for_epoch
+from broker.replication.partition import ReplicatedPartition, truncation_offset
 from broker.replication.peer_client import PeerConnection, PeerError
 
 log = logging.getLogger(__name__)
@@ -87,8 +93,8 @@ class ReplicaFetchers:
                 if connection is None or (connection.host, connection.port) != address:
                     connection = PeerConnection(*address, f"jepka-replica-{self.node_id}")
                 try:
-                    await self._truncate_where_needed(connection, parts)
-                    await self._fetch_once(connection, parts)
+                    await self._truncate_where_needed(connection, leader, parts)
+                    await self._fetch_once(connection, leader, parts)
                 except PeerError as e:
                     log.debug("fetch from %d: %s", leader, e)
                     await asyncio.sleep(BACKOFF_S)
@@ -99,7 +105,10 @@ class ReplicaFetchers:
                 connection.close()
 
     async def _truncate_where_needed(
-        self, connection: PeerConnection, parts: dict[TopicPartition, ReplicatedPartition]
+        self,
+        connection: PeerConnection,
+        leader: int,
+        parts: dict[TopicPartition, ReplicatedPartition],
     ) -> None:
         stale = {tp: p for tp, p in parts.items() if self._synced.get(tp) != p.leader_epoch}
         if not stale:
@@ -110,6 +119,7 @@ class ReplicaFetchers:
                 self._synced[tp] = partition.leader_epoch
             return
         asked = {tp: latest_epoch(p) for tp, p in stale.items()}
+        sent = {tp: _Sent.of(leader, p) for tp, p in stale.items()}
         request = ofle_req.OffsetForLeaderEpochRequest(
             replica_id=BrokerId(self.node_id),
             topics=tuple(
@@ -133,40 +143,33 @@ class ReplicaFetchers:
                 partition = stale.get(tp)
                 if partition is None or answer.error_code is not ErrorCode.none:
                     continue
-                if asked[tp] < 0:
-                    cut = partition.log.next_offset  # nothing of ours to reconcile
-                elif answer.leader_epoch < 0:
-                    cut = partition.high_watermark  # the leader knows no epoch of ours
-                elif answer.leader_epoch != asked[tp]:
-                    # KIP-279: the leader lacks our epoch; its answer is for an older
-                    # one, where our log may end earlier than the leader's
-                    _, ours = end_offset_for_epoch(partition.log, answer.leader_epoch)
-                    cut = min(answer.end_offset, ours, partition.log.next_offset)
-                else:
-                    cut = min(answer.end_offset, partition.log.next_offset)
-                if cut < partition.log.next_offset:
-                    log.info(
-                        "truncating %s-%d from %d to %d (epoch %d ends there on the leader)",
-                        *tp, partition.log.next_offset, cut, asked[tp],
-                    )  # fmt: skip
-                    partition.truncate_to(cut)
+                if not sent[tp].holds(partition):
+                    continue  # asked of a leader or epoch that is no longer current
+                cut = truncation_offset(
+                    partition, asked[tp], answer.leader_epoch, answer.end_offset
+                )
+                _truncate(tp, partition, cut, asked[tp])
                 self._synced[tp] = partition.leader_epoch
 
     async def _fetch_once(
-        self, connection: PeerConnection, parts: dict[TopicPartition, ReplicatedPartition]
+        self,
+        connection: PeerConnection,
+        leader: int,
+        parts: dict[TopicPartition, ReplicatedPartition],
     ) -> None:
         ready = {tp: p for tp, p in parts.items() if self._synced.get(tp) == p.leader_epoch}
         if not ready:
             await asyncio.sleep(BACKOFF_S)
             return
         by_topic: dict[str, list[Any]] = {}
+        sent = {tp: _Sent.of(leader, p) for tp, p in ready.items()}
         for (topic, index), p in ready.items():
             by_topic.setdefault(topic, []).append(
                 fetch_req.FetchPartition(
                     partition=i32(index),
                     current_leader_epoch=i32(p.leader_epoch),
                     fetch_offset=i64(p.log.next_offset),
-                    last_fetched_epoch=i32(-1),
+                    last_fetched_epoch=i32(sent[(topic, index)].last_fetched_epoch),
                     log_start_offset=i64(-1),
                     partition_max_bytes=i32(PARTITION_MAX_BYTES),
                 )
@@ -187,23 +190,71 @@ class ReplicaFetchers:
         errors = False
         for topic in response.responses:
             for answer in topic.partitions:
-                partition = ready.get((topic.topic, answer.partition_index))
-                if partition is None or partition.is_leader:
-                    continue
-                if answer.error_code is not ErrorCode.none:
+                tp = (topic.topic, answer.partition_index)
+                partition = ready.get(tp)
+                if partition is None or not sent[tp].holds(partition):
+                    continue  # leader, epoch or our log changed since the request
+                diverging = answer.diverging_epoch
+                if diverging.epoch >= 0 or diverging.end_offset >= 0:
+                    asked = sent[tp].last_fetched_epoch
+                    cut = truncation_offset(partition, asked, diverging.epoch, diverging.end_offset)
+                    _truncate(tp, partition, cut, asked)
+                elif answer.error_code is ErrorCode.offset_out_of_range:
                     errors = True
-                    continue
-                if partition.log.next_offset != self._expected(request, topic.topic, answer):
-                    continue  # our log moved (a truncation) since the request
-                partition.append_as_follower(bytes(answer.records or b""), answer.high_watermark)
+                    handle_out_of_range(tp, partition, answer.log_start_offset)
+                elif answer.error_code is not ErrorCode.none:
+                    errors = True
+                else:
+                    records = bytes(answer.records or b"")
+                    partition.append_as_follower(records, answer.high_watermark)
         if errors:
             await asyncio.sleep(BACKOFF_S)
 
-    @staticmethod
-    def _expected(request: Any, topic: str, answer: Any) -> int:
-        for t in request.topics:
-            if t.topic == topic:
-                for p in t.partitions:
-                    if p.partition == answer.partition_index:
-                        return int(p.fetch_offset)
-        return -1
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """What a follower's request was sent for: its answer counts only while
+    the partition still has this leader, leader epoch and log end."""
+
+    leader: int
+    leader_epoch: int
+    log_end: int
+    last_fetched_epoch: int
+
+    @classmethod
+    def of(cls, leader: int, partition: ReplicatedPartition) -> _Sent:
+        log = partition.log
+        # pre-KIP-101 (the hw-truncation bug), replication knows no epochs at all
+        epoch = -1 if bugs.active("hw-truncation") else latest_epoch(partition)
+        return cls(leader, partition.leader_epoch, log.next_offset, epoch)
+
+    def holds(self, partition: ReplicatedPartition) -> bool:
+        return (
+            not partition.is_leader
+            and partition.assignment.leader == self.leader
+            and partition.leader_epoch == self.leader_epoch
+            and partition.log.next_offset == self.log_end
+        )
+
+
+def _truncate(tp: TopicPartition, partition: ReplicatedPartition, cut: int, epoch: int) -> None:
+    if cut < partition.log.next_offset:
+        log.info(
+            "truncating %s-%d from %d to %d (epoch %d ends there on the leader)",
+            *tp, partition.log.next_offset, cut, epoch,
+        )  # fmt: skip
+        partition.truncate_to(cut)
+
+
+def handle_out_of_range(
+    tp: TopicPartition, partition: ReplicatedPartition, leader_start: int
+) -> None:
+    """OFFSET_OUT_OF_RANGE: a log that ends before the leader's log start starts
+    over there (Kafka's handleOutOfRangeError); one that ends past the leader's
+    log end is cut by the next fetch's diverging epoch."""
+    if leader_start > partition.log.next_offset:
+        log.info(
+            "%s-%d ends at %d, before the leader's log start %d: starting over there",
+            *tp, partition.log.next_offset, leader_start,
+        )  # fmt: skip
+        partition.truncate_fully_and_start_at(leader_start)

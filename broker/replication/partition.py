@@ -261,6 +261,12 @@ class ReplicatedPartition(Partition):
             self.log.producer_state.on_high_watermark(hw)
             self.wake()
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """A follower behind its leader's log start starts over there."""
+        self.log.truncate_fully_and_start_at(offset)
+        self.high_watermark = offset
+        self.log.producer_state.on_high_watermark(offset)
+
     def truncate_to(self, offset: int) -> None:
         """Only followers truncate: to where their log agrees with the leader's."""
         self.log.truncate_to(offset)
@@ -285,3 +291,39 @@ def end_offset_for_epoch(log: Log, epoch: int) -> tuple[int, int]:
     """KIP-101's answer from the partition's leader-epoch cache: the largest leader
     epoch <= ``epoch`` and the offset where it ends (see ``LeaderEpochCache``)."""
     return log.epochs.end_offset_for(epoch, log.next_offset)
+
+
+def diverging_epoch(log: Log, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
+    """Leader side of a follower's fetch (Kafka's Partition.fetchRecords): the
+    (epoch, end offset) where the follower's log leaves ours, when its last
+    fetched epoch ends earlier here than its fetch offset or is unknown here;
+    None when its log is a prefix of ours (or it sent no epoch). An epoch newer
+    than all of ours is answered (-1, our log start), which the follower takes
+    as "no common epoch"."""
+    if last_fetched_epoch < 0:
+        return None
+    epoch, end = end_offset_for_epoch(log, last_fetched_epoch)
+    if epoch < 0:
+        return -1, log.log_start_offset
+    if epoch < last_fetched_epoch or end < fetch_offset:
+        return epoch, end
+    return None
+
+
+def truncation_offset(
+    partition: ReplicatedPartition, asked_epoch: int, leader_epoch: int, leader_end: int
+) -> int:
+    """Follower side: where our log agrees with the leader's, from the leader's
+    (epoch, end offset) for ``asked_epoch`` (an OffsetsForLeaderEpoch answer or a
+    fetch's diverging epoch; KIP-101 and KIP-279)."""
+    log = partition.log
+    if asked_epoch < 0:
+        return log.next_offset  # nothing of ours to reconcile
+    if leader_epoch < 0:
+        return partition.high_watermark  # the leader knows no epoch of ours
+    if leader_epoch != asked_epoch:
+        # the leader lacks our epoch; its answer is for an older one, where our
+        # log may end earlier than the leader's
+        _, ours = end_offset_for_epoch(log, leader_epoch)
+        return min(leader_end, ours, log.next_offset)
+    return min(leader_end, log.next_offset)

@@ -1,7 +1,9 @@
 """The leader's side of replication: Fetch requests that carry a replica id. The
 follower's fetch offset is its LEO (everything before it is on its log), which may
-advance the high watermark; records are served up to the leader's LEO, not the HW,
-and the follower is told the HW. A request with a stale leader epoch is refused
+advance the high watermark once its last fetched epoch shows that its log is a
+prefix of ours there; otherwise the answer is a diverging epoch (where the logs
+part) and no records. Records are served up to the leader's LEO, not the HW, and
+the follower is told the HW. A request with a stale leader epoch is refused
 (FENCED_LEADER_EPOCH), one for a partition this node does not lead gets
 NOT_LEADER_OR_FOLLOWER."""
 
@@ -11,7 +13,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from broker.errors import ErrorCode, KafkaError
-from broker.replication.partition import ReplicatedPartition
+from broker.replication.partition import ReplicatedPartition, diverging_epoch
 
 if TYPE_CHECKING:
     from broker.server.replica_manager import ReplicaManager
@@ -43,16 +45,22 @@ def _read(
     }
     try:
         partition = _leading(manager, topic, p)
-        if arrived:
-            partition.update_follower(replica, p.fetch_offset)
         plog = partition.log
-        answer["records"] = plog.read(
-            p.fetch_offset, p.partition_max_bytes, plog.next_offset, min_one=True
-        )
         answer.update(
             high_watermark=partition.high_watermark,
             last_stable_offset=partition.last_stable_offset,
             log_start_offset=plog.log_start_offset,
+        )
+        diverging = diverging_epoch(plog, p.fetch_offset, p.last_fetched_epoch)
+        if diverging is not None:
+            # the follower's log is not a prefix of ours at its fetch offset: it
+            # truncates first, and its position counts for nothing until then
+            answer["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
+            return answer
+        if arrived:
+            partition.update_follower(replica, p.fetch_offset)
+        answer["records"] = plog.read(
+            p.fetch_offset, p.partition_max_bytes, plog.next_offset, min_one=True
         )
     except KafkaError as e:
         answer["error_code"] = e.code
@@ -75,7 +83,10 @@ async def serve_replica_fetch(manager: ReplicaManager, request: Any) -> dict[str
         ]
         arrived = False
         parts = [a for _, answers in responses for a in answers]
-        ready = any(a["records"] or a["error_code"] is not ErrorCode.none for a in parts)
+        ready = any(
+            a["records"] or a["error_code"] is not ErrorCode.none or "diverging_epoch" in a
+            for a in parts
+        )
         remaining = deadline - loop.time()
         if ready or remaining <= 0:
             break
