@@ -67,11 +67,11 @@ BUGS: dict[str, Bug] = {
         ),
         Bug(
             "no-dedup",
-            "idempotent producers' sequence numbers not checked (Redpanda #3039, where the "
-            "check was lost after a leader change)",
+            "no window of recent batches to deduplicate retries against (Redpanda #3039)",
             "duplicate: a retried batch of an idempotent producer appears twice in the log",
-            "the leader appends every batch of an idempotent producer, without the duplicate "
-            "lookup and the sequence check",
+            "the leader keeps no recent batches per producer, so a retry of a batch already "
+            "appended is answered OUT_OF_ORDER_SEQUENCE_NUMBER, and the producer bumps its "
+            "epoch and sends it again",
         ),
         Bug(
             "delayed-endtxn",

@@ -145,12 +145,14 @@ class ProducerStateManager:
                 ErrorCode.invalid_producer_epoch,
                 f"producer {header.producer_id}: epoch {header.producer_epoch} < {entry.epoch}",
             )
-        if not bugs.active("no-dedup"):  # with it, sequence numbers go unchecked
-            duplicate = entry.find_duplicate(header)
-            if duplicate is not None:
-                return duplicate
-            if from_client and header.base_sequence >= 0:
-                _check_sequence(entry, header)
+        # with no-dedup there is no window of recent batches: a retry of one
+        # already appended is out of sequence, and its producer resends it
+        # under a bumped epoch, appended again
+        duplicate = None if bugs.active("no-dedup") else entry.find_duplicate(header)
+        if duplicate is not None:
+            return duplicate
+        if from_client and header.base_sequence >= 0:
+            _check_sequence(entry, header)
         if from_client and not header.is_transactional and entry.txn_first_offset is not None:
             raise KafkaError(
                 ErrorCode.invalid_txn_state, "non-transactional batch inside an open transaction"

@@ -1,5 +1,7 @@
 """no-dedup: the same idempotent batch (same producer id, epoch and sequence) sent
-twice over the wire is appended twice with the bug, once without it."""
+twice over the wire is deduplicated without the bug; with it the retry is
+refused as out of sequence, and the producer's resend under a bumped epoch
+(what librdkafka does on OUT_OF_ORDER_SEQUENCE_NUMBER) is appended again."""
 
 from __future__ import annotations
 
@@ -28,9 +30,12 @@ def test_retried_idempotent_batch(
         first = produce(client, "dedup", 0, batch)
         retry = produce(client, "dedup", 0, batch)  # a retry after a lost response
         assert (first.error_code, first.base_offset) == (ErrorCode.none, 0)
+        if bug:
+            assert retry.error_code == ErrorCode.out_of_order_sequence_number
+            resent = produce(client, "dedup", 0, make_batch([b"a", b"b"], PID, 1, 0))
+            assert (resent.error_code, resent.base_offset) == (ErrorCode.none, 2)
         values = [v for _, v in read_values(fetch(client, "dedup").records)]
         if bug:
-            assert (retry.error_code, retry.base_offset) == (ErrorCode.none, 2)
             assert values == [b"a", b"b", b"a", b"b"]  # the duplicate a consumer reads
         else:
             assert (retry.error_code, retry.base_offset) == (ErrorCode.none, 0)
