@@ -75,8 +75,9 @@ BUGS: dict[str, Bug] = {
         ),
         Bug(
             "delayed-endtxn",
-            "KAFKA-17754: a delayed transactional write, EndTxn or marker resolves a later "
-            "transaction of the same producer (fixed by KIP-890's verification)",
+            "hanging and zombie transactions without KIP-890 part 1 (KAFKA-14402): a delayed "
+            "transactional write opens a transaction of its own after its transaction "
+            "ended, which the producer's next marker on the partition then resolves",
             "G1a and lost-write (torn transactions): an aborted transaction's write is "
             "committed by the next transaction's marker",
             "a partition leader appends a transactional batch that starts a transaction "
