@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shlex
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 
 from control.backends.base import Node
-from control.db.base import DaemonDB, stdout_file
+from control.db.base import BrokerNotReady, DaemonDB, process_state, stdout_file
 
 
 def reference_properties(
@@ -114,11 +116,28 @@ class ReferenceBroker(DaemonDB):
     def wait_up(self, node: Node, nodes: list[Node], timeout: float = 60.0) -> None:
         """A cluster node is up once its controller listener accepts connections: it
         opens its client port only after reaching its controller quorum (as a Kafka
-        broker), which a partition or pause elsewhere may keep away."""
+        broker), which a partition or pause elsewhere may keep away. Asked on the
+        node itself, since a partition may also cut the harness off from a node
+        that is up."""
         if not self.voters(nodes):
             self.wait_ready(node, timeout)
             return
-        self._wait_listening(node, self.controller_port, timeout)
+        probe = (
+            "import socket; "
+            f"socket.create_connection(({node.address!r}, {self.controller_port}), 1).close()"
+        )
+        deadline = time.monotonic() + timeout
+        while node.run(f"python3 -c {shlex.quote(probe)}", timeout=10, check=False).exit != 0:
+            if not process_state(node):
+                raise BrokerNotReady(
+                    f"{node.name}: broker exited before becoming ready; see {stdout_file(node)}"
+                )
+            if time.monotonic() > deadline:
+                raise BrokerNotReady(
+                    f"{node.name}: controller listener {node.address}:{self.controller_port} "
+                    f"not accepting connections after {timeout}s; see {stdout_file(node)}"
+                )
+            time.sleep(0.2)
 
     def log_files(self, node: Node) -> list[str]:
         return [stdout_file(node), posixpath.join(self.data_dir(node), "broker.log")]

@@ -15,6 +15,7 @@ import pytest
 from control.backends.base import Node
 from control.db.base import BrokerNotReady, pidfile
 from control.db.reference import ReferenceBroker
+from control.remote import Result
 from tests.harness.test_runner_cluster import LocalShell
 
 
@@ -48,3 +49,35 @@ def test_a_cluster_node_is_up_on_its_controller_listener_before_it_serves(
         db.wait_ready(nodes[0], timeout=0.5)
     with pytest.raises(BrokerNotReady, match="not accepting connections"):
         db.wait_up(nodes[0], nodes[:1], timeout=0.5)  # a single broker: its client port
+
+
+class CutOffShell(LocalShell):
+    """A node the harness cannot reach (its address refuses here), whose own
+    shell sees its controller listener accept."""
+
+    def __init__(self, name: str, listener: int) -> None:
+        super().__init__(name)
+        self.listener = listener
+
+    def execute(self, line: str, *, timeout: float = 60.0) -> Result:
+        return super().execute(line.replace(str(CUT_OFF_PORT), str(self.listener)), timeout=timeout)
+
+
+CUT_OFF_PORT = free_port()
+
+
+def test_a_node_cut_off_from_the_harness_is_up_once_its_listener_accepts_there(
+    tmp_path: Path, controller_listener: int
+) -> None:
+    nodes = [
+        Node(f"n{i}", "127.0.0.1", CutOffShell(f"jk-w-n{i}", controller_listener),
+             str(tmp_path / f"n{i}"), i)
+        for i in (1, 2)
+    ]  # fmt: skip
+    for node in nodes:
+        Path(node.root).mkdir()
+        Path(pidfile(node)).write_text(f"{os.getpid()}\n")
+    db = ReferenceBroker(["jepka", "broker"], port=free_port(), controller_port=CUT_OFF_PORT)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", CUT_OFF_PORT), 1)  # the harness is cut off
+    db.wait_up(nodes[0], nodes, timeout=10)  # the node's own shell reaches its listener
