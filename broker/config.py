@@ -121,7 +121,9 @@ BROKER_KEYS: dict[str, Key] = {
     "controller.quorum.request.timeout.ms": Key(_int, 500, 1),
     "broker.heartbeat.interval.ms": Key(_int, 500, 1),
     "broker.session.timeout.ms": Key(_int, 9000, 1),
-    "broker.session.disconnect.grace.ms": Key(_int, 1500, 0),
+    # Not in Kafka: what is left of the session of a broker whose heartbeat
+    # connection closed (-1: nothing changes, as in Kafka).
+    "broker.session.disconnect.grace.ms": Key(_int, -1, -1),
     "replica.lag.time.max.ms": Key(_int, 30_000, 1),
     "auto.leader.rebalance.enable": Key(_bool, True),
     "leader.imbalance.check.interval.seconds": Key(_int, 300, 1),

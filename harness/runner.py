@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import generator as gen
+from control.db.reference import cluster_settings
 from harness.cluster import Cluster, ClusterSpec
 from harness.interpreter import Counts, Interpreter, Outcome
 from harness.protocols import NoopNemesis, ValidatingClient, ValidatingNemesis
@@ -214,6 +215,9 @@ def run_test(
         "versions": versions(spec),
         "status": "starting",
     }
+    if spec.db == "reference" and not (spec.bootstrap or spec.use_cluster):
+        # what the reference cluster this run starts is told (its timeouts among them)
+        test["broker_settings"] = cluster_settings(spec.nodes, cluster_spec(spec).broker_overrides)
     if origin is None and spec.schedule:
         origin = Origin("schedule", Path(spec.schedule))
     if origin is not None:

@@ -184,6 +184,9 @@ def triage(config: dict[str, Any], end: float) -> dict[str, Any]:
         if value is not None:
             facts.append([name.replace("_", " "), value])
     facts.append(["duration", f"{end:.1f} s"])
+    broker = config.get("broker_settings")
+    if isinstance(broker, dict):
+        facts.append(["failover", failover(broker)])
     versions = config.get("versions") if isinstance(config.get("versions"), dict) else {}
     settings = [
         [k.replace("_", "-"), ",".join(map(str, v)) if isinstance(v, list) else v]
@@ -197,6 +200,15 @@ def triage(config: dict[str, Any], end: float) -> dict[str, Any]:
         "origin": origin(config.get("origin")),
         "settings": settings,
     }
+
+
+def failover(settings: dict[str, Any]) -> str:
+    """How soon the controller fences a broker, as the run's cluster was told."""
+    session = settings.get("broker.session.timeout.ms", "9000")
+    grace = int(settings.get("broker.session.disconnect.grace.ms", -1))
+    if grace < 0:
+        return f"after the broker session ({session} ms), also for a killed broker (as Kafka)"
+    return f"after the broker session ({session} ms); {grace} ms after a broker's connections close"
 
 
 ORIGINS = {

@@ -79,7 +79,10 @@ class ClusterControlManager:
 
     def disconnected(self, broker_id: int, now_ms: int, grace_ms: int) -> None:
         """The connection that carried ``broker_id``'s heartbeats closed: its session
-        now ends ``grace_ms`` from now, unless a heartbeat renews it before."""
+        now ends ``grace_ms`` from now, unless a heartbeat renews it before; a
+        negative grace changes nothing (Kafka waits out the session)."""
+        if grace_ms < 0:
+            return
         last = self.last_heartbeat.get(broker_id)
         if last is not None:
             self.last_heartbeat[broker_id] = min(last, now_ms - self.session_timeout_ms + grace_ms)

@@ -16,8 +16,9 @@ class ControllerConfig:
     session_timeout_ms: int = 9000
     #: a broker whose heartbeat connection closed is fenced after this, unless it
     #: heartbeats again (a killed process's sockets close at once; a paused or cut
-    #: off one's do not, and it keeps the whole session)
-    disconnect_grace_ms: int = 1500
+    #: off one's do not, and it keeps the whole session); -1: off, every broker
+    #: keeps its whole session, as in Kafka
+    disconnect_grace_ms: int = -1
     default_replication_factor: int = 3
     default_partitions: int = 1
     unclean_leader_election: bool = False

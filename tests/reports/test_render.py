@@ -171,3 +171,20 @@ def test_jepka_report_exit_codes(make_run, tmp_path: Path, capsys) -> None:
     (empty / "results.json").write_text("{not json")
     assert main(["report", str(empty)]) == 254
     assert "unreadable JSON" in capsys.readouterr().err
+
+
+def test_the_header_says_how_soon_brokers_are_fenced(make_run) -> None:
+    run = make_run(lose=True)
+    test = json.loads((run / "test.json").read_text())
+    test["broker_settings"] = {"broker.session.disconnect.grace.ms": "1500"}
+    (run / "test.json").write_text(json.dumps(test))
+    facts = dict(blob(write_report(run).report)["triage"]["facts"])
+    assert facts["failover"] == (
+        "after the broker session (9000 ms); 1500 ms after a broker's connections close"
+    )
+    test["broker_settings"] = {"broker.session.timeout.ms": "3000"}
+    (run / "test.json").write_text(json.dumps(test))
+    facts = dict(blob(write_report(run).report)["triage"]["facts"])
+    assert facts["failover"] == (
+        "after the broker session (3000 ms), also for a killed broker (as Kafka)"
+    )

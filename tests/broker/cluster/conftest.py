@@ -15,6 +15,9 @@ SMALL_INTERNAL_TOPICS = [
     "transaction.state.log.num.partitions=3",
     "group.initial.rebalance.delay.ms=0",
 ]
+#: a killed node's partitions move 1.5 s after its connections close, not
+#: after its whole session (the broker's default, as Kafka)
+FAST_FAILOVER = ["broker.session.disconnect.grace.ms=1500"]
 
 
 @pytest.fixture
@@ -27,7 +30,7 @@ def start_cluster(tmp_path: Path) -> Iterator[Callable[..., LocalCluster]]:
         cluster = LocalCluster(
             tmp_path / f"cluster{len(started)}",
             size,
-            [*SMALL_INTERNAL_TOPICS, *settings],
+            [*SMALL_INTERNAL_TOPICS, *FAST_FAILOVER, *settings],
             list(bugs),
         )
         started.append(cluster)

@@ -327,3 +327,20 @@ def test_preferred_replicas_take_their_leaderships_back_once_in_sync(rebalance: 
             assert reg.leader_epoch == moved.partitions[p].leader_epoch + 1
     others = set(after.partitions) - preferred
     assert all(after.partitions[p].leader == moved.partitions[p].leader for p in others)
+
+
+def test_without_a_grace_a_closed_connection_keeps_the_whole_session() -> None:
+    """The broker's default, as Kafka: a killed broker is fenced once its
+    session runs out, not when its connection closes."""
+    cluster = ControllerCluster(3, 11, ControllerConfig(session_timeout_ms=6000))
+    cluster.add_brokers(1, 2, 3)
+    cluster.wait_active()
+    cluster.run_for(2000)
+    active = cluster.wait_active()
+    dead = next(b for b in (1, 2, 3) if b != active.node_id)
+    cluster.brokers[dead].alive = False
+    active.broker_disconnected(dead)
+    cluster.run_for(3000)
+    assert dead in cluster.wait_active().loader.image.unfenced_brokers()
+    cluster.run_for(4000)
+    assert dead not in cluster.wait_active().loader.image.unfenced_brokers()
