@@ -318,6 +318,19 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> dict[str,
     return {"throttle_time": 0, "groups": described}
 
 
+async def handle_delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """Each group answered on its own (NOT_COORDINATOR where it lives elsewhere)."""
+    results = []
+    for group_id in request.groups_names:
+        try:
+            await ctx.broker.coordinators.group.delete_group(group_id)
+            code = ErrorCode.none
+        except KafkaError as exc:
+            code = exc.code
+        results.append({"group_id": group_id, "error_code": code})
+    return {"throttle_time": 0, "results": results}
+
+
 async def handle_list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     states = {s.lower() for s in getattr(request, "states_filter", ())}
     groups = ctx.broker.coordinators.group.list_groups(states or None)

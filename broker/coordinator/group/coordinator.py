@@ -13,7 +13,7 @@ from broker.coordinator.group.membership import (
 )
 from broker.coordinator.group.offsets import CommittedOffset, TopicPartition
 from broker.coordinator.group.shard import GroupShard, group_to_record
-from broker.coordinator.group.state import Group, JoinResult
+from broker.coordinator.group.state import Group, GroupState, JoinResult
 from broker.coordinator.partitioning import GROUP_TOPIC
 from broker.coordinator.runtime import CoordinatorLog, CoordinatorRuntime
 from broker.errors import ErrorCode, KafkaError
@@ -181,6 +181,29 @@ class GroupCoordinator:
                 self.runtime.shard(partition).offsets.complete(producer_id, epoch, commit)
             except KafkaError:
                 return
+
+    # ---- deletion --------------------------------------------------------------------
+
+    async def delete_group(self, group_id: str) -> None:
+        """DeleteGroups for one group, as Kafka's classic coordinator: only an
+        empty group (no members) goes, its metadata and committed offsets
+        written away as tombstones; GROUP_ID_NOT_FOUND for a group with neither,
+        NON_EMPTY_GROUP for one with members."""
+        shard, group = self._group(group_id, create=False)
+        committed = shard.offsets.fetch(group_id)
+        if group is None and not committed:
+            raise KafkaError(ErrorCode.group_id_not_found, group_id)
+        if group is not None and group.state not in (GroupState.EMPTY, GroupState.DEAD):
+            raise KafkaError(ErrorCode.non_empty_group, f"{group_id} is {group.state.value}")
+        tombstones: list[tuple[bytes, bytes | None]] = [
+            (records.offset_key(group_id, topic, partition), None)
+            for topic, partition in sorted(committed)
+        ]
+        tombstones.append((records.group_key(group_id), None))
+        await self.runtime.write(shard.partition, tombstones)
+        for tp in list(committed):
+            shard.offsets.delete(group_id, tp)
+        shard.groups.pop(group_id, None)
 
     # ---- inspection ------------------------------------------------------------------
 
