@@ -67,6 +67,7 @@ API_TABLE: Mapping[int, ApiSpec] = MappingProxyType(
         27: ApiSpec(1, 1, txn.handle_write_txn_markers),
         28: ApiSpec(0, 3, txn.handle_txn_offset_commit),
         32: ApiSpec(1, 4, configs.handle_describe_configs),
+        37: ApiSpec(0, 3, topics.handle_create_partitions),
         42: ApiSpec(0, 2, group.handle_delete_groups),
         60: ApiSpec(0, 1, cluster.handle_describe_cluster),
         61: ApiSpec(0, 0, producers.handle_describe_producers),

@@ -1,4 +1,4 @@
-"""CreateTopics and DeleteTopics."""
+"""CreateTopics, CreatePartitions and DeleteTopics."""
 
 from __future__ import annotations
 
@@ -69,6 +69,34 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
             )
         results.append(result)
     return {"throttle_time": 0, "topics": results}
+
+
+async def handle_create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """New partitions for existing topics (manual assignments are refused)."""
+    counts = {t.name: int(t.count) for t in request.topics}
+    manual = [t.name for t in request.topics if t.assignments]
+    results: list[tuple[str, ErrorCode, str | None]] = [
+        (n, ErrorCode.invalid_request, "manual replica assignments are not supported")
+        for n in manual
+    ]
+    counts = {n: k for n, k in counts.items() if n not in manual}
+    if ctx.broker.forwarding is not None and not request.validate_only:
+        timeout = max(request.timeout.total_seconds(), 5.0)
+        results += await ctx.broker.forwarding.forward_create_partitions(counts, timeout)
+    else:
+        for name, count in counts.items():
+            try:
+                ctx.broker.replica_manager.add_partitions(name, count, request.validate_only)
+                results.append((name, ErrorCode.none, None))
+            except KafkaError as e:
+                results.append((name, e.code, e.message))
+    return {
+        "throttle_time": 0,
+        "results": [
+            {"name": n, "error_code": code, "error_message": message}
+            for n, code, message in results
+        ],
+    }
 
 
 async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:

@@ -152,6 +152,9 @@ class QuorumController:
     def create_topics(self, topics: list[CreatableTopic]) -> Future[object]:
         return self._run(lambda image, _nxt: self.replication.create_topics(image, topics))
 
+    def create_partitions(self, counts: dict[str, int]) -> Future[object]:
+        return self._run(lambda image, _nxt: self.replication.create_partitions(image, counts))
+
     def delete_topics(self, names: list[str]) -> Future[object]:
         return self._run(lambda image, _nxt: self.replication.delete_topics(image, names))
 

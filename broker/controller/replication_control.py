@@ -151,6 +151,38 @@ class ReplicationControlManager:
             return ErrorCode.invalid_config, f"{MIN_ISR} must be between 1 and {rf}"
         return None
 
+    def create_partitions(self, image: MetadataImage, counts: dict[str, int]) -> ControllerResult:
+        """CreatePartitions: each topic grows to its new partition count, the new
+        partitions placed as a new topic's are, with the topic's replication
+        factor; results are ``{name: (error, message)}``."""
+        records: list[MetadataRecord] = []
+        results: dict[str, tuple[ErrorCode, str | None]] = {}
+        brokers = image.unfenced_brokers()
+        for name, count in counts.items():
+            topic = image.topic(name)
+            if topic is None:
+                results[name] = (ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
+                continue
+            current = len(topic.partitions)
+            rf = len(topic.partitions[0].replicas)
+            if count <= current:
+                why = f"topic {name!r} has {current} partitions; {count} adds none"
+                results[name] = (ErrorCode.invalid_partitions, why)
+            elif excessive_batch([count - current]):
+                results[name] = (ErrorCode.policy_violation, EXCESSIVE_BATCH)
+            elif rf > len(brokers):
+                why = f"replication factor {rf} but {len(brokers)} unfenced brokers"
+                results[name] = (ErrorCode.invalid_replication_factor, why)
+            else:
+                placed = assign_replicas(count - current, rf, brokers, self._placement_rng(name))
+                for p, replicas in enumerate(placed, start=current):
+                    records.append(
+                        PartitionRecord(topic.topic_id, p, tuple(replicas), tuple(replicas),
+                                        replicas[0])
+                    )  # fmt: skip
+                results[name] = (ErrorCode.none, None)
+        return ControllerResult(records, results)
+
     def delete_topics(self, image: MetadataImage, names: list[str]) -> ControllerResult:
         records: list[MetadataRecord] = []
         results: dict[str, ErrorCode] = {}

@@ -150,6 +150,7 @@ class ClusterNode:
             19: lambda r: apis.handle_create_topics(ctl, r),
             56: lambda r: apis.handle_alter_partition(ctl, r),
             20: lambda r: apis.handle_delete_topics(ctl, r),
+            37: lambda r: apis.handle_create_partitions(ctl, r),
             67: lambda r: handle_allocate_producer_ids(ctl, r),
         }
 

@@ -19,6 +19,8 @@ from kio.schema.broker_heartbeat.v0 import request as hb_req
 from kio.schema.broker_heartbeat.v0 import response as hb_resp
 from kio.schema.broker_registration.v0 import request as reg_req
 from kio.schema.broker_registration.v0 import response as reg_resp
+from kio.schema.create_partitions.v3 import request as cp_req
+from kio.schema.create_partitions.v3 import response as cp_resp
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.create_topics.v7 import response as ct_resp
 from kio.schema.delete_topics.v4 import request as dt_req
@@ -225,6 +227,33 @@ async def handle_delete_topics(controller: QuorumController, request: Any) -> An
         responses=tuple(
             dt_resp.DeletableTopicResult(name=TopicName(n), error_code=c)
             for n, c in results.items()
+        ),
+    )
+
+
+# -- CreatePartitions ----------------------------------------------------------------------
+def create_partitions_request(counts: dict[str, int]) -> Any:
+    return cp_req.CreatePartitionsRequest(
+        topics=tuple(
+            cp_req.CreatePartitionsTopic(name=TopicName(n), count=i32(k), assignments=None)
+            for n, k in counts.items()
+        ),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        validate_only=False,
+    )
+
+
+async def handle_create_partitions(controller: QuorumController, request: Any) -> Any:
+    counts = {t.name: int(t.count) for t in request.topics}
+    code, answer = await outcome(controller.create_partitions(counts))
+    results = answer or dict.fromkeys(counts, (code, None))
+    return cp_resp.CreatePartitionsResponse(
+        throttle_time=NO_THROTTLE,
+        results=tuple(
+            cp_resp.CreatePartitionsTopicResult(
+                name=TopicName(n), error_code=error, error_message=message
+            )
+            for n, (error, message) in results.items()
         ),
     )
 

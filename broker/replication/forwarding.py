@@ -1,7 +1,8 @@
-"""A client's CreateTopics and DeleteTopics, and Metadata's auto-creation, forwarded
-to the active controller (Kafka's ``ForwardingManager`` and
-``AutoTopicCreationManager``). A creation is answered once this broker's metadata
-holds the new topics, so the client's next request sees them."""
+"""A client's CreateTopics, CreatePartitions and DeleteTopics, and Metadata's
+auto-creation, forwarded to the active controller (Kafka's ``ForwardingManager``
+and ``AutoTopicCreationManager``). A creation is answered once this broker's
+metadata holds the new topics or partitions, so the client's next request sees
+them."""
 
 from __future__ import annotations
 
@@ -66,6 +67,23 @@ class ForwardingManager:
                 for t in topics
             ]
         return {"throttle_time": 0, "topics": results}
+
+    async def forward_create_partitions(self, counts: dict[str, int], timeout: float) -> Any:
+        """A client's CreatePartitions, answered once this broker's metadata
+        holds the new partitions; ``[(name, error, message)]``."""
+        try:
+            answer = await self._channel.call(apis.create_partitions_request(counts), timeout)
+        except ControllerUnavailable as e:
+            return [(n, ErrorCode.request_timed_out, str(e)) for n in counts]
+        grown = {r.name: counts[r.name] for r in answer.results if r.error_code is ErrorCode.none}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline and not all(
+            (t := self._topics.topics.get(n)) is not None and len(t.partitions) >= k
+            for n, k in grown.items()
+        ):
+            await asyncio.sleep(0.02)
+        return [(r.name, r.error_code, r.error_message) for r in answer.results]
 
     async def forward_delete_topics(self, names: list[str]) -> dict[str, Any]:
         """A client's DeleteTopics, answered with the controller's results."""

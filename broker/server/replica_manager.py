@@ -73,9 +73,12 @@ class ReplicaManager:
         for topic in self.topics.topics.values():
             self._open_topic(topic, clean)
 
-    def _open_topic(self, topic: TopicInfo, clean: bool) -> None:
+    def _open_topic(self, topic: TopicInfo, clean: bool, first: int = 0) -> None:
+        """Opens the topic's partitions from index ``first`` on."""
         settings = topic_config(self.config, topic.configs)
         for index, assignment in enumerate(topic.partitions):
+            if index < first:
+                continue
             directory = self.config.data_dir / f"{topic.name}-{index}"
             plog = Log.open(directory, settings, self.ledger, clean)
             self.partitions[(topic.name, index)] = Partition(topic.name, index, plog, assignment)
@@ -123,6 +126,22 @@ class ReplicaManager:
         self._open_topic(topic, clean=True)
         log.info("created topic %s with %d partition(s)", name, num_partitions)
         return topic
+
+    def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
+        """CreatePartitions on a single node: the topic grows to ``count``."""
+        current = len(self.topics.topics[name].partitions) if name in self.topics.topics else 0
+        if not current:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
+        if count <= current:
+            raise KafkaError(
+                ErrorCode.invalid_partitions,
+                f"topic {name!r} has {current} partitions; {count} adds none",
+            )
+        if validate_only:
+            return
+        topic = self.topics.add_partitions(name, count, self.live_brokers()[:1])
+        self._open_topic(topic, clean=True, first=current)
+        log.info("topic %s now has %d partition(s)", name, count)
 
     def delete_topic(self, name: str) -> None:
         topic = self.topics.delete(name)

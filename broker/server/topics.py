@@ -88,6 +88,16 @@ class TopicStore:
         self._save()
         return topic
 
+    def add_partitions(self, name: str, count: int, replicas: list[int]) -> TopicInfo:
+        """Grows a topic to ``count`` partitions on ``replicas``."""
+        topic = self.topics[name]
+        while len(topic.partitions) < count:
+            topic.partitions.append(
+                PartitionAssignment(list(replicas), replicas[0], 0, list(replicas))
+            )
+        self._save()
+        return topic
+
     def delete(self, name: str) -> TopicInfo:
         topic = self.topics.pop(name, None)
         if topic is None:
