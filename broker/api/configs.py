@@ -1,4 +1,5 @@
-"""DescribeConfigs for topics (their effective configuration) and brokers."""
+"""DescribeConfigs for topics (their effective configuration) and brokers;
+IncrementalAlterConfigs and AlterConfigs for topics."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from typing import Any
 
 from broker.api.context import RequestContext
 from broker.config import BROKER_KEYS, topic_config
-from broker.errors import ErrorCode
+from broker.controller.topic_configs import SET, Op
+from broker.errors import ErrorCode, KafkaError
 
 TOPIC, BROKER = 2, 4
 SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
@@ -23,11 +25,13 @@ def config_type(value: Any) -> int:
     return TYPE_LONG if isinstance(value, int) else TYPE_STRING
 
 
-def entry(name: str, value: Any, source: int) -> dict[str, Any]:
+def entry(name: str, value: Any, source: int, read_only: bool) -> dict[str, Any]:
+    """One described config; a topic's are all changeable (AlterConfigs), a
+    broker's are static here."""
     return {
         "name": name,
         "value": render(value),
-        "read_only": source != SOURCE_TOPIC,
+        "read_only": read_only,
         "config_source": source,
         "is_sensitive": False,
         "synonyms": [],
@@ -49,6 +53,7 @@ def describe_topic(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
             else SOURCE_STATIC_BROKER
             if key in broker_values
             else SOURCE_DEFAULT,
+            read_only=False,
         )
         for key, value in effective.items()
     ]
@@ -57,9 +62,63 @@ def describe_topic(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
 def describe_broker(ctx: RequestContext) -> list[dict[str, Any]]:
     config = ctx.broker.config
     return [
-        entry(key, config[key], SOURCE_STATIC_BROKER if key in config.values else SOURCE_DEFAULT)
+        entry(
+            key,
+            config[key],
+            SOURCE_STATIC_BROKER if key in config.values else SOURCE_DEFAULT,
+            read_only=True,
+        )
         for key in BROKER_KEYS
     ]
+
+
+async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    return await _alter(ctx, request, incremental=True)
+
+
+async def handle_alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    return await _alter(ctx, request, incremental=False)
+
+
+async def _alter(ctx: RequestContext, request: Any, incremental: bool) -> dict[str, Any]:
+    """Topic config changes: by the active controller on a cluster, in place on a
+    single node; broker configs are static here and refused."""
+    results: list[tuple[int, str, ErrorCode, str | None]] = []
+    changes: dict[str, list[Op]] = {}
+    for resource in request.resources:
+        name = resource.resource_name
+        if resource.resource_type != TOPIC:
+            why = "only topic configs can be altered; broker configs are static"
+            results.append((resource.resource_type, name, ErrorCode.invalid_request, why))
+        else:
+            changes[name] = config_changes(resource)
+    forwarding = ctx.broker.forwarding
+    if forwarding is not None and not request.validate_only and changes:
+        done = await forwarding.forward_alter_configs(changes, incremental)
+    else:
+        done = []
+        for name, ops in changes.items():
+            try:
+                ctx.broker.replica_manager.alter_topic_configs(
+                    name, ops, incremental, request.validate_only
+                )
+                done.append((name, ErrorCode.none, None))
+            except KafkaError as e:
+                done.append((name, e.code, e.message))
+    results += [(TOPIC, name, code, message) for name, code, message in done]
+    return {
+        "throttle_time": 0,
+        "responses": [
+            {"error_code": code, "error_message": message, "resource_type": rtype,
+             "resource_name": name}
+            for rtype, name, code, message in results
+        ],
+    }  # fmt: skip
+
+
+def config_changes(resource: Any) -> list[Op]:
+    """A resource's changes (AlterConfigs' entries as SETs)."""
+    return [(c.name, int(getattr(c, "config_operation", SET)), c.value) for c in resource.configs]
 
 
 async def handle_describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:

@@ -155,6 +155,13 @@ class QuorumController:
     def create_partitions(self, counts: dict[str, int]) -> Future[object]:
         return self._run(lambda image, _nxt: self.replication.create_partitions(image, counts))
 
+    def alter_configs(
+        self, changes: dict[str, list[tuple[str, int, str | None]]], incremental: bool
+    ) -> Future[object]:
+        return self._run(
+            lambda image, _nxt: self.replication.alter_configs(image, changes, incremental)
+        )
+
     def delete_topics(self, names: list[str]) -> Future[object]:
         return self._run(lambda image, _nxt: self.replication.delete_topics(image, names))
 

@@ -14,6 +14,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
+from broker.controller import topic_configs
 from broker.controller.partition_change import build_change, isr_without
 from broker.controller.requests import (
     AlterPartitionRequest,
@@ -23,6 +24,7 @@ from broker.controller.requests import (
     CreatableTopic,
     CreatableTopicResult,
 )
+from broker.errors import KafkaError
 from broker.metadata.image import MetadataImage
 from broker.metadata.records import (
     ConfigRecord,
@@ -33,8 +35,6 @@ from broker.metadata.records import (
     TopicRecord,
 )
 
-UNCLEAN = "unclean.leader.election.enable"
-MIN_ISR = "min.insync.replicas"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 # Kafka's controller refuses an operation that would write more records than this
 # (QuorumController's MAX_RECORDS_PER_USER_OP) with POLICY_VIOLATION: a CreateTopics
@@ -78,7 +78,7 @@ class ReplicationControlManager:
         self.rng = rng
 
     def unclean_allowed(self, image: MetadataImage, topic_name: str) -> bool:
-        value = image.topic_config(topic_name, UNCLEAN)
+        value = image.topic_config(topic_name, topic_configs.UNCLEAN)
         return self.config.unclean_leader_election if value is None else value == "true"
 
     # -- topics --------------------------------------------------------------------------
@@ -144,11 +144,10 @@ class ReplicationControlManager:
                 ErrorCode.invalid_replication_factor,
                 f"replication factor {rf} but {len(brokers)} unfenced brokers",
             )
-        if topic.configs.get(UNCLEAN, "false") not in ("true", "false"):
-            return ErrorCode.invalid_config, f"{UNCLEAN} must be true or false"
-        min_isr = topic.configs.get(MIN_ISR, "1")
-        if not min_isr.isdigit() or not 0 < int(min_isr) <= rf:
-            return ErrorCode.invalid_config, f"{MIN_ISR} must be between 1 and {rf}"
+        try:
+            topic_configs.check(topic.configs, rf)
+        except KafkaError as e:
+            return e.code, e.message
         return None
 
     def create_partitions(self, image: MetadataImage, counts: dict[str, int]) -> ControllerResult:
@@ -181,6 +180,39 @@ class ReplicationControlManager:
                                         replicas[0])
                     )  # fmt: skip
                 results[name] = (ErrorCode.none, None)
+        return ControllerResult(records, results)
+
+    def alter_configs(
+        self,
+        image: MetadataImage,
+        changes: dict[str, list[topic_configs.Op]],
+        incremental: bool,
+    ) -> ControllerResult:
+        """IncrementalAlterConfigs (``incremental``) or AlterConfigs of topics: a
+        ConfigRecord per override set or removed; results ``{name: (error, message)}``."""
+        records: list[MetadataRecord] = []
+        results: dict[str, tuple[ErrorCode, str | None]] = {}
+        for name, ops in changes.items():
+            topic = image.topic(name)
+            if topic is None:
+                results[name] = (ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
+                continue
+            current = dict(image.configs.get(("topic", name), {}))
+            try:
+                new = topic_configs.altered(current, ops, incremental)
+                topic_configs.check(new, len(topic.partitions[0].replicas))
+            except KafkaError as e:
+                results[name] = (e.code, e.message)
+                continue
+            records.extend(
+                ConfigRecord("topic", name, k, v)
+                for k, v in sorted(new.items())
+                if current.get(k) != v
+            )
+            records.extend(
+                ConfigRecord("topic", name, k, None) for k in sorted(current.keys() - new.keys())
+            )
+            results[name] = (ErrorCode.none, None)
         return ControllerResult(records, results)
 
     def delete_topics(self, image: MetadataImage, names: list[str]) -> ControllerResult:

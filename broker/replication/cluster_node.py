@@ -151,6 +151,8 @@ class ClusterNode:
             56: lambda r: apis.handle_alter_partition(ctl, r),
             20: lambda r: apis.handle_delete_topics(ctl, r),
             37: lambda r: apis.handle_create_partitions(ctl, r),
+            33: lambda r: apis.handle_alter_configs(ctl, r, incremental=False),
+            44: lambda r: apis.handle_alter_configs(ctl, r, incremental=True),
             67: lambda r: handle_allocate_producer_ids(ctl, r),
         }
 

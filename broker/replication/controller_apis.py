@@ -13,6 +13,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from kio.schema.alter_configs.v2 import request as ac_req
+from kio.schema.alter_configs.v2 import response as ac_resp
 from kio.schema.alter_partition.v2 import request as ap_req
 from kio.schema.alter_partition.v2 import response as ap_resp
 from kio.schema.broker_heartbeat.v0 import request as hb_req
@@ -26,11 +28,14 @@ from kio.schema.create_topics.v7 import response as ct_resp
 from kio.schema.delete_topics.v4 import request as dt_req
 from kio.schema.delete_topics.v4 import response as dt_resp
 from kio.schema.errors import ErrorCode
+from kio.schema.incremental_alter_configs.v1 import request as iac_req
+from kio.schema.incremental_alter_configs.v1 import response as iac_resp
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64, u16
 
 from broker.controller import requests as c
 from broker.controller.quorum_controller import NotControllerError, QuorumController
+from broker.controller.topic_configs import Op
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
@@ -227,6 +232,75 @@ async def handle_delete_topics(controller: QuorumController, request: Any) -> An
         responses=tuple(
             dt_resp.DeletableTopicResult(name=TopicName(n), error_code=c)
             for n, c in results.items()
+        ),
+    )
+
+
+# -- IncrementalAlterConfigs and AlterConfigs of topics -----------------------------------
+TOPIC_RESOURCE = 2
+
+
+def alter_configs_request(changes: dict[str, list[Op]], incremental: bool) -> Any:
+    """The controller's request for topic config changes: IncrementalAlterConfigs
+    with each operation, or AlterConfigs with the whole new set."""
+    if incremental:
+        return iac_req.IncrementalAlterConfigsRequest(
+            resources=tuple(
+                iac_req.AlterConfigsResource(
+                    resource_type=i8(TOPIC_RESOURCE),
+                    resource_name=name,
+                    configs=tuple(
+                        iac_req.AlterableConfig(name=k, config_operation=i8(op), value=v)
+                        for k, op, v in ops
+                    ),
+                )
+                for name, ops in changes.items()
+            ),
+            validate_only=False,
+        )
+    return ac_req.AlterConfigsRequest(
+        resources=tuple(
+            ac_req.AlterConfigsResource(
+                resource_type=i8(TOPIC_RESOURCE),
+                resource_name=name,
+                configs=tuple(ac_req.AlterableConfig(name=k, value=v) for k, _, v in ops),
+            )
+            for name, ops in changes.items()
+        ),
+        validate_only=False,
+    )
+
+
+def config_changes(request: Any) -> dict[str, list[Op]]:
+    """The topic changes of either request (AlterConfigs' entries as SETs)."""
+    return {
+        r.resource_name: [
+            (cfg.name, int(getattr(cfg, "config_operation", 0)), cfg.value) for cfg in r.configs
+        ]
+        for r in request.resources
+    }
+
+
+async def handle_alter_configs(
+    controller: QuorumController, request: Any, incremental: bool
+) -> Any:
+    changes = config_changes(request)
+    code, answer = await outcome(controller.alter_configs(changes, incremental))
+    results = answer or dict.fromkeys(changes, (code, None))
+    module = iac_resp if incremental else ac_resp
+    response = (
+        iac_resp.IncrementalAlterConfigsResponse if incremental else ac_resp.AlterConfigsResponse
+    )
+    return response(
+        throttle_time=NO_THROTTLE,
+        responses=tuple(
+            module.AlterConfigsResourceResponse(
+                error_code=error,
+                error_message=message,
+                resource_type=i8(TOPIC_RESOURCE),
+                resource_name=name,
+            )
+            for name, (error, message) in results.items()
         ),
     )
 

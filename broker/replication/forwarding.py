@@ -13,6 +13,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.controller import requests as c
+from broker.controller.topic_configs import Op
 from broker.replication import controller_apis as apis
 from broker.replication.controller_channel import ControllerChannel, ControllerUnavailable
 from broker.server.topics import TopicStore
@@ -84,6 +85,18 @@ class ForwardingManager:
         ):
             await asyncio.sleep(0.02)
         return [(r.name, r.error_code, r.error_message) for r in answer.results]
+
+    async def forward_alter_configs(
+        self, changes: dict[str, list[Op]], incremental: bool
+    ) -> list[tuple[str, ErrorCode, str | None]]:
+        """A client's topic config changes, answered once the controller committed
+        them (other brokers learn them from the metadata log, as in Kafka)."""
+        request = apis.alter_configs_request(changes, incremental)
+        try:
+            answer = await self._channel.call(request, timeout=30)
+        except ControllerUnavailable as e:
+            return [(n, ErrorCode.request_timed_out, str(e)) for n in changes]
+        return [(r.resource_name, r.error_code, r.error_message) for r in answer.responses]
 
     async def forward_delete_topics(self, names: list[str]) -> dict[str, Any]:
         """A client's DeleteTopics, answered with the controller's results."""

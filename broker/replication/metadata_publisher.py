@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from broker import bugs
 from broker.config import BrokerConfig, topic_config
@@ -89,11 +90,14 @@ class BrokerMetadataPublisher:
             partition.log.delete()
             partition.wake()
             log.info("deleted replica %s-%d", *tp)
+        settings_of: dict[str, dict[str, Any]] = {}  # each topic's, worked out once
         for tp, (topic, assignment) in wanted.items():
             partition = manager.partitions.get(tp)
+            if topic.name not in settings_of:
+                settings_of[topic.name] = topic_config(self.config, topic.configs)
+            settings = settings_of[topic.name]
             if partition is None:
                 directory = self.config.data_dir / f"{tp[0]}-{tp[1]}"
-                settings = topic_config(self.config, topic.configs)
                 plog = Log.open(directory, settings, manager.ledger, self.clean_start)
                 hw = manager.recovered_hws.get(tp, 0)
                 if bugs.active("hw-truncation") and hw < plog.next_offset:
@@ -104,8 +108,11 @@ class BrokerMetadataPublisher:
                 manager.partitions[tp] = ReplicatedPartition(
                     tp[0], tp[1], plog, assignment, node, hw, self.on_caught_up
                 )
-            elif partition.assignment != assignment:
-                partition.reassign(assignment)
+            else:
+                if partition.assignment != assignment:
+                    partition.reassign(assignment)
+                if partition.log.config != settings:
+                    partition.log.config = settings
         self.on_replicas_changed()
 
     def coordinators_started(self) -> None:

@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from broker.config import BrokerConfig, ConfigError, topic_config
+from broker.controller import topic_configs
+from broker.controller.topic_configs import Op
 from broker.errors import ErrorCode, KafkaError
 from broker.log.batch import BatchHeader
 from broker.log.hw_checkpoint import HighWatermarkCheckpoint
@@ -142,6 +144,29 @@ class ReplicaManager:
         topic = self.topics.add_partitions(name, count, self.live_brokers()[:1])
         self._open_topic(topic, clean=True, first=current)
         log.info("topic %s now has %d partition(s)", name, count)
+
+    def alter_topic_configs(
+        self, name: str, ops: list[Op], incremental: bool, validate_only: bool = False
+    ) -> None:
+        """IncrementalAlterConfigs/AlterConfigs of a topic on a single node."""
+        topic = self.topics.topics.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
+        configs = topic_configs.altered(topic.configs, ops, incremental)
+        topic_configs.check(configs, len(topic.partitions[0].replicas))
+        if validate_only:
+            return
+        self.topics.set_configs(name, configs)
+        self.apply_topic_configs(self.topics.topics[name])
+
+    def apply_topic_configs(self, topic: TopicInfo) -> None:
+        """The topic's logs take its current configuration (segment size,
+        retention, min ISR, ...) from their next use on."""
+        settings = topic_config(self.config, topic.configs)
+        for index in range(len(topic.partitions)):
+            partition = self.partitions.get((topic.name, index))
+            if partition is not None:
+                partition.log.config = settings
 
     def delete_topic(self, name: str) -> None:
         topic = self.topics.delete(name)

@@ -98,6 +98,10 @@ class TopicStore:
         self._save()
         return topic
 
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self._save()
+
     def delete(self, name: str) -> TopicInfo:
         topic = self.topics.pop(name, None)
         if topic is None:

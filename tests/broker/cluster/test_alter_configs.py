@@ -1,0 +1,84 @@
+"""Topic configs changed by admin clients, as Kafka takes them: librdkafka's
+IncrementalAlterConfigs (set, delete, append to a list) and kafka-python's
+AlterConfigs (the whole set, which kafka-python fills in with the topic's
+other overrides), on one node and through the active controller of a 3-node
+cluster. Every broker comes to describe the new values, a value the topic
+cannot take is INVALID_CONFIG and broker configs are refused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource as KafkaConfigResource
+from kafka.admin import ConfigResourceType
+
+from broker.replication.local_cluster import LocalCluster
+from tests.broker.cluster.clients import create_topic, leaders, produce
+from tests.eventually import eventually
+from workloads.handles import Clients
+
+pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
+TOPIC = "tuned"
+
+
+def alter(bootstrap: str, *entries: tuple[str, str | None, AlterConfigOpType]) -> None:
+    resource = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        TOPIC,
+        incremental_configs=[ConfigEntry(k, v, incremental_operation=op) for k, v, op in entries],
+    )
+    with Clients() as clients:
+        admin = clients.admin({"bootstrap.servers": bootstrap})
+        admin.incremental_alter_configs([resource])[resource].result(30)
+
+
+def overrides(bootstrap: str) -> dict[str, str]:
+    """The topic's own settings, as the broker the client asks describes them."""
+    resource = ConfigResource(ConfigResource.Type.TOPIC, TOPIC)
+    with Clients() as clients:
+        admin = clients.admin({"bootstrap.servers": bootstrap})
+        described = admin.describe_configs([resource])[resource].result(30)
+    return {k: e.value for k, e in described.items() if e.source == 1}  # DYNAMIC_TOPIC_CONFIG
+
+
+def everywhere(cluster: LocalCluster, wanted: dict[str, str]) -> None:
+    for node in cluster.nodes.values():
+        eventually(lambda n=node: overrides(n.bootstrap) == wanted, 10, what=f"{wanted}")
+
+
+@pytest.mark.parametrize("size", [1, 3], ids=["single", "cluster"])
+def test_topic_configs_change_on_every_broker(
+    start_cluster: Callable[..., LocalCluster], size: int
+) -> None:
+    cluster = start_cluster(size)
+    bootstrap = cluster.bootstrap
+    create_topic(bootstrap, TOPIC, 1, size, **{"retention.ms": "60000"})
+    alter(
+        bootstrap,
+        ("min.insync.replicas", str(size), AlterConfigOpType.SET),
+        ("retention.ms", None, AlterConfigOpType.DELETE),
+        ("cleanup.policy", "compact", AlterConfigOpType.APPEND),
+    )
+    everywhere(cluster, {"min.insync.replicas": str(size), "cleanup.policy": "delete,compact"})
+    with pytest.raises(KafkaException, match="INVALID_CONFIG"):
+        alter(bootstrap, ("min.insync.replicas", str(size + 1), AlterConfigOpType.SET))
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        topic = KafkaConfigResource(ConfigResourceType.TOPIC, TOPIC, {"segment.bytes": "1048576"})
+        assert admin.alter_configs([topic], incremental=False) == {"topic": {TOPIC: "OK"}}
+        broker = KafkaConfigResource(ConfigResourceType.BROKER, "1", {"num.partitions": "3"})
+        answer = admin.alter_configs([broker], raise_on_unknown=False, incremental=False)
+        assert "InvalidRequest" in answer["broker"]["1"]  # broker configs are static here
+    finally:
+        admin.close()
+    everywhere(
+        cluster,
+        {"min.insync.replicas": str(size), "cleanup.policy": "delete,compact",
+         "segment.bytes": "1048576"},
+    )  # fmt: skip
+    leaders(bootstrap, TOPIC)
+    assert produce(bootstrap, TOPIC, {0: ["kept"]}) == [None]
