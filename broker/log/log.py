@@ -455,8 +455,13 @@ class Log:
         self.producer_state.truncate_fully_and_start_at(offset)
 
     def truncate_to(self, offset: int) -> None:
-        """Removes every batch at or after ``offset`` (for replication's truncation)."""
+        """Removes every batch at or after ``offset`` (for replication's truncation).
+        At or past the log end nothing is removed but the epochs that start
+        there: a replica that led an epoch and appended nothing in it keeps an
+        entry its next leader does not know, which it must drop (as Kafka's
+        UnifiedLog.truncateTo does)."""
         if offset >= self.next_offset:
+            self.epochs.truncate_from_end(self.next_offset)
             return
         while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
             self.segments.pop().delete()

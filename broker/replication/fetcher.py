@@ -238,12 +238,14 @@ class _Sent:
 
 
 def _truncate(tp: TopicPartition, partition: ReplicatedPartition, cut: int, epoch: int) -> None:
+    """Cuts the log where it agrees with the leader's; at its end, only the
+    epochs that start there go (see ``Log.truncate_to``)."""
     if cut < partition.log.next_offset:
         log.info(
             "truncating %s-%d from %d to %d (epoch %d ends there on the leader)",
             *tp, partition.log.next_offset, cut, epoch,
         )  # fmt: skip
-        partition.truncate_to(cut)
+    partition.truncate_to(min(cut, partition.log.next_offset))
 
 
 def handle_out_of_range(

@@ -298,13 +298,15 @@ def diverging_epoch(log: Log, fetch_offset: int, last_fetched_epoch: int) -> tup
     (epoch, end offset) where the follower's log leaves ours, when its last
     fetched epoch ends earlier here than its fetch offset or is unknown here;
     None when its log is a prefix of ours (or it sent no epoch). An epoch newer
-    than all of ours is answered (-1, our log start), which the follower takes
-    as "no common epoch"."""
+    than all of ours, which a follower of the current leader epoch cannot
+    have, is OFFSET_OUT_OF_RANGE."""
     if last_fetched_epoch < 0:
         return None
     epoch, end = end_offset_for_epoch(log, last_fetched_epoch)
     if epoch < 0:
-        return -1, log.log_start_offset
+        raise KafkaError(
+            ErrorCode.offset_out_of_range, f"epoch {last_fetched_epoch} is unknown here"
+        )
     if epoch < last_fetched_epoch or end < fetch_offset:
         return epoch, end
     return None

@@ -133,3 +133,23 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there(
     assert log.epochs.latest_epoch == -1 and log.producer_state.map_end_offset == 7
     handle_out_of_range(TP, follower, 3)  # a log start below our end: nothing to do
     assert log.next_offset == 7
+
+
+def test_a_follower_that_led_an_empty_epoch_drops_it_and_catches_up(
+    logs: tuple[ReplicatedPartition, ReplicatedPartition],
+) -> None:
+    """It led epoch 1 without appending anything: its epoch cache names an
+    epoch the leader never saw, ending where its log ends. The diverging
+    answer cuts nothing but that entry, and the next fetch brings m3."""
+    leader, follower = logs
+    follower.truncate_to(2)
+    follower.log.epochs.assign(1, 2)  # became leader of epoch 1 at offset 2, wrote nothing
+    fetchers = fetchers_of(follower)
+    connection = Connection(leader)
+
+    async def fetch() -> None:
+        await fetchers._fetch_once(connection, LEADER, fetchers.followed(LEADER))  # type: ignore[arg-type]
+
+    for _ in range(3):
+        asyncio.run(fetch())
+    assert follower.log.next_offset == 3 and follower.log.epochs.latest_epoch == 2
