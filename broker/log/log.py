@@ -419,11 +419,11 @@ class Log:
 
     def compact(self, now_ms: int, upper: int) -> CleanStats:
         """One compaction pass (``cleanup.policy`` with ``compact``) over the
-        segments wholly below ``upper`` (the HW) and the first open transaction."""
+        segments wholly below ``upper`` (the HW) and the last stable offset."""
         stats = CleanStats()
         if "compact" not in self.config["cleanup.policy"]:
             return stats
-        unstable = self.producer_state.first_unstable_offset()
+        unstable = self.producer_state.first_unsettled_offset(upper)
         limit = min(upper, self.segments[-1].base_offset, upper if unstable is None else unstable)
         cleanable = [s for s in self.segments[:-1] if s.next_offset <= limit]
         if not cleanable or cleanable[-1].next_offset <= self._cleaned_to:

@@ -12,6 +12,7 @@ newest snapshot plus the log after it, so dedup survives a crash.
 from __future__ import annotations
 
 import json
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,11 +103,15 @@ def _check_sequence(entry: ProducerEntry, header: BatchHeader) -> None:
 
 
 class VerificationGuard:
-    """Identity only: a transactional write may be appended after its
-    verification only while its guard is still the producer's, i.e. no
-    marker for the producer landed while the coordinator was asked."""
+    """A transactional write may be appended after its verification only while
+    its guard (compared by identity) is still the producer's, i.e. no marker
+    for the producer landed while the coordinator was asked. Guards no marker
+    cleared expire as idle producers do."""
 
-    __slots__ = ()
+    __slots__ = ("created_ms",)
+
+    def __init__(self) -> None:
+        self.created_ms = int(time.time() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +229,11 @@ class ProducerStateManager:
         ]
         for pid in expired:
             del self.producers[pid]
+        self.verifying = {
+            pid: guard
+            for pid, guard in self.verifying.items()
+            if guard.created_ms >= now_ms - max_idle_ms
+        }
         return len(expired)
 
     def set_coordinator_epoch(self, producer_id: int, coordinator_epoch: int) -> None:
