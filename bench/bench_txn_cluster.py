@@ -31,6 +31,7 @@ SETTINGS = [
     f"transaction.state.log.num.partitions={TXN_STATE_PARTITIONS}",
     "offsets.topic.num.partitions=3",
     "broker.session.timeout.ms=2000",
+    "broker.session.disconnect.grace.ms=1500",
 ]
 
 

@@ -68,10 +68,11 @@ BUGS: dict[str, Bug] = {
         Bug(
             "no-dedup",
             "no window of recent batches to deduplicate retries against (Redpanda #3039)",
-            "duplicate: a retried batch of an idempotent producer appears twice in the log",
+            "G1a: librdkafka reports the refused retry as the send's failure, yet the first "
+            "attempt is in the log; a client that bumps its epoch and resends (as Redpanda's "
+            "Java clients did) writes it twice: duplicate",
             "the leader keeps no recent batches per producer, so a retry of a batch already "
-            "appended is answered OUT_OF_ORDER_SEQUENCE_NUMBER, and the producer bumps its "
-            "epoch and sends it again",
+            "appended is answered OUT_OF_ORDER_SEQUENCE_NUMBER",
         ),
         Bug(
             "delayed-endtxn",

@@ -181,9 +181,10 @@ class QuorumController:
         )
 
     def broker_disconnected(self, broker_id: int) -> None:
-        """A broker's heartbeat connection closed (its process may be dead): its
-        session is cut to ``disconnect_grace_ms``, so a SIGKILLed leader's partitions
-        move in about that time instead of a whole session timeout."""
+        """A broker's heartbeat connection closed (its process may be dead): with
+        ``disconnect_grace_ms`` set, its session is cut to it, so a SIGKILLed
+        leader's partitions move in about that time instead of a whole session
+        timeout; off (Kafka's way), nothing changes."""
         if self.active:
             self.cluster.disconnected(
                 broker_id, self.clock.now_ms(), self.config.disconnect_grace_ms

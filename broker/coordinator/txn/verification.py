@@ -7,7 +7,8 @@ this epoch (AddPartitionsToTxn with ``verify_only``). Without it a write that
 arrives after its transaction ended (a delayed produce, a retry behind a pause)
 opens a transaction of its own on the partition, which the producer's next
 transaction's marker then resolves: an aborted write committed, or a later
-transaction's outcome decided by an earlier one (KAFKA-17754). A marker for
+transaction's outcome decided by an earlier one (hanging and zombie
+transactions, KAFKA-14402). A marker for
 the producer landing while the coordinator is asked clears the producer's
 verification guard, and the write is refused (Kafka's VerificationGuard).
 The ``delayed-endtxn`` bug mode skips this check.
