@@ -13,6 +13,7 @@ import posixpath
 import socket
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 from control.backends.base import Node
 from control.remote import daemon_line, signal_line
@@ -45,6 +46,19 @@ def process_state(node: Node) -> str:
     p = pidfile(node)
     out = node.run(f'[ -s {p} ] && ps -o stat= -p "$(cat {p})" || true').out.strip()
     return "" if out.startswith("Z") else out[:1]
+
+
+Probe = Callable[[Node, int], bool]
+"""``(node, port)``: whether the node accepts connections on the port."""
+
+
+def _accepts_here(node: Node, port: int) -> bool:
+    """Whether the harness can connect to the node's port."""
+    try:
+        with socket.create_connection((node.address, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 class DaemonDB(ABC):
@@ -135,20 +149,21 @@ class DaemonDB(ABC):
         during faults waits for. By default, the same as `wait_ready`."""
         self.wait_ready(node, timeout)
 
-    def _wait_listening(self, node: Node, port: int, timeout: float) -> None:
+    def _wait_listening(
+        self, node: Node, port: int, timeout: float, accepts: Probe | None = None
+    ) -> None:
+        """Waits until ``node`` accepts connections on ``port``: from the harness,
+        or as ``accepts(node, port)`` says (asked on the node, say)."""
+        accepts = accepts or _accepts_here
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with socket.create_connection((node.address, port), timeout=1.0):
-                    return
-            except OSError as e:
-                if time.monotonic() > deadline:
-                    raise BrokerNotReady(
-                        f"{node.name}: broker at {node.address}:{port} not accepting "
-                        f"connections after {timeout}s ({e}); see {stdout_file(node)}"
-                    ) from None
-                if not process_state(node):
-                    raise BrokerNotReady(
-                        f"{node.name}: broker exited before becoming ready; see {stdout_file(node)}"
-                    ) from None
-                time.sleep(0.1)
+        while not accepts(node, port):
+            if time.monotonic() > deadline:
+                raise BrokerNotReady(
+                    f"{node.name}: broker at {node.address}:{port} not accepting "
+                    f"connections after {timeout}s; see {stdout_file(node)}"
+                )
+            if not process_state(node):
+                raise BrokerNotReady(
+                    f"{node.name}: broker exited before becoming ready; see {stdout_file(node)}"
+                )
+            time.sleep(0.1)

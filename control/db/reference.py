@@ -18,11 +18,10 @@ import os
 import posixpath
 import shlex
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 
 from control.backends.base import Node
-from control.db.base import BrokerNotReady, DaemonDB, process_state, stdout_file
+from control.db.base import DaemonDB, stdout_file
 
 #: a killed broker's partitions move 1.5 s after its connections close instead
 #: of a whole broker session (9 s): more failovers a minute, the faster
@@ -51,6 +50,12 @@ def reference_properties(
     """The properties file of one reference broker."""
     props = {"advertised.host": node.address, **cluster_settings(len(nodes), overrides)}
     return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def accepts_on_node(node: Node, port: int) -> bool:
+    """Whether the node's own shell can connect to its port."""
+    probe = f"import socket; socket.create_connection(({node.address!r}, {port}), 1).close()"
+    return node.run(f"python3 -c {shlex.quote(probe)}", timeout=5, check=False).exit == 0
 
 
 class ReferenceBroker(DaemonDB):
@@ -132,22 +137,7 @@ class ReferenceBroker(DaemonDB):
         if not self.voters(nodes):
             self.wait_ready(node, timeout)
             return
-        probe = (
-            "import socket; "
-            f"socket.create_connection(({node.address!r}, {self.controller_port}), 1).close()"
-        )
-        deadline = time.monotonic() + timeout
-        while node.run(f"python3 -c {shlex.quote(probe)}", timeout=10, check=False).exit != 0:
-            if not process_state(node):
-                raise BrokerNotReady(
-                    f"{node.name}: broker exited before becoming ready; see {stdout_file(node)}"
-                )
-            if time.monotonic() > deadline:
-                raise BrokerNotReady(
-                    f"{node.name}: controller listener {node.address}:{self.controller_port} "
-                    f"not accepting connections after {timeout}s; see {stdout_file(node)}"
-                )
-            time.sleep(0.2)
+        self._wait_listening(node, self.controller_port, timeout, accepts_on_node)
 
     def log_files(self, node: Node) -> list[str]:
         return [stdout_file(node), posixpath.join(self.data_dir(node), "broker.log")]

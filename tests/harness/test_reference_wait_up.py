@@ -52,32 +52,30 @@ def test_a_cluster_node_is_up_on_its_controller_listener_before_it_serves(
 
 
 class CutOffShell(LocalShell):
-    """A node the harness cannot reach (its address refuses here), whose own
-    shell sees its controller listener accept."""
+    """A node the harness cannot reach on ``cut_off`` (nothing listens there),
+    whose own shell sees its controller listener accept on that port."""
 
-    def __init__(self, name: str, listener: int) -> None:
+    def __init__(self, name: str, cut_off: int, listener: int) -> None:
         super().__init__(name)
-        self.listener = listener
+        self.cut_off, self.listener = cut_off, listener
 
     def execute(self, line: str, *, timeout: float = 60.0) -> Result:
-        return super().execute(line.replace(str(CUT_OFF_PORT), str(self.listener)), timeout=timeout)
-
-
-CUT_OFF_PORT = free_port()
+        return super().execute(line.replace(str(self.cut_off), str(self.listener)), timeout=timeout)
 
 
 def test_a_node_cut_off_from_the_harness_is_up_once_its_listener_accepts_there(
     tmp_path: Path, controller_listener: int
 ) -> None:
+    cut_off = free_port()
     nodes = [
-        Node(f"n{i}", "127.0.0.1", CutOffShell(f"jk-w-n{i}", controller_listener),
+        Node(f"n{i}", "127.0.0.1", CutOffShell(f"jk-w-n{i}", cut_off, controller_listener),
              str(tmp_path / f"n{i}"), i)
         for i in (1, 2)
     ]  # fmt: skip
     for node in nodes:
         Path(node.root).mkdir()
         Path(pidfile(node)).write_text(f"{os.getpid()}\n")
-    db = ReferenceBroker(["jepka", "broker"], port=free_port(), controller_port=CUT_OFF_PORT)
+    db = ReferenceBroker(["jepka", "broker"], port=free_port(), controller_port=cut_off)
     with pytest.raises(OSError):
-        socket.create_connection(("127.0.0.1", CUT_OFF_PORT), 1)  # the harness is cut off
+        socket.create_connection(("127.0.0.1", cut_off), 1)  # the harness is cut off
     db.wait_up(nodes[0], nodes, timeout=10)  # the node's own shell reaches its listener
