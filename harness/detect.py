@@ -227,8 +227,20 @@ def read_results(path: Path) -> list[dict[str, Any]]:
             raise SpecError(f"{path}: line {n}: not JSON") from None
         if not isinstance(line, dict) or not all(k in line for k in LINE_KEYS):
             raise SpecError(f"{path}: line {n}: not a run's line ({', '.join(LINE_KEYS)})")
+        try:
+            utc(str(line["at"]))
+        except ValueError:
+            raise SpecError(f"{path}: line {n}: 'at' is not a time: {line['at']!r}") from None
         out.append(line)
     return out
+
+
+def utc(text: str) -> datetime:
+    """An ISO time as naive UTC (a time without an offset is taken as UTC)."""
+    when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when
 
 
 def table(

@@ -217,7 +217,8 @@ def run_test(
     }
     if spec.db == "reference" and not (spec.bootstrap or spec.use_cluster):
         # what the reference cluster this run starts is told (its timeouts among them)
-        test["broker_settings"] = cluster_settings(spec.nodes, cluster_spec(spec).broker_overrides)
+        planned = cluster_spec(spec)
+        test["broker_settings"] = cluster_settings(planned.count, planned.broker_overrides)
     if origin is None and spec.schedule:
         origin = Origin("schedule", Path(spec.schedule))
     if origin is not None:

@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         run_rounds,
         select,
         table,
+        utc,
     )
     from harness.spec import SpecError
 
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
                 )
         changes = {"time_limit": args.time_limit}
         configs = [i.config(changes) for i in load(args.suite)]
-        lines = [x for x in read_results(args.results) if since is None or _at(x) >= since]
+        lines = [x for x in read_results(args.results) if since is None or utc(x["at"]) >= since]
         bug_rows, correct_rows = table(lines, configs)
         crashed_runs = crashes(lines, configs)
     except SpecError as e:
@@ -110,15 +111,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _since(text: str | None) -> datetime | None:
+    """``--since`` in UTC (a time without an offset is taken as UTC)."""
+    from harness.detect import utc
+
     if text is None:
         return None
     try:
-        when = datetime.fromisoformat(text.removesuffix("Z"))
+        return utc(text)
     except ValueError:
         raise UsageError(f"--since: not a time: {text!r} (e.g. 2026-11-26T09:30)") from None
-    return when.replace(tzinfo=None)
-
-
-def _at(line: dict[str, Any]) -> datetime:
-    """When a results line was written (its ``at``, UTC)."""
-    return datetime.fromisoformat(str(line["at"]).removesuffix("Z"))

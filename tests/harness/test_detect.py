@@ -177,5 +177,10 @@ def test_since_counts_only_the_runs_made_after_it(
     assert main([*table_args, "--since", "2026-11-26T09:30"]) == 0
     out = capsys.readouterr().out
     assert "| 1 of 1 |" in out and "runs since 2026-11-26T09:30:00Z" in out
+    assert main([*table_args, "--since", "2026-11-26T11:30+02:00"]) == 0  # 09:30 UTC
+    assert "| 1 of 1 |" in capsys.readouterr().out
     assert main([*table_args, "--since", "yesterday"]) == 254
     assert "--since: not a time: 'yesterday'" in capsys.readouterr().err
+    results.write_text(json.dumps({**before, "at": "noon"}) + "\n" + json.dumps(after) + "\n")
+    assert main(table_args) == 254
+    assert "line 1: 'at' is not a time: 'noon'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""A slice of the detection table, live and deterministic: `jepka detect` runs
+"""A slice of the detection table, live on a fixed seed: `jepka detect` runs
 one bug invocation of ``suites/detect.yml`` (its standard fault mix, 5 nodes,
 its timeouts) on a fixed seed with a short workload, appends its line, and
 the bug is found with one of the kinds the file names. The table itself is

@@ -23,12 +23,13 @@ from tests.broker.batches import make_batch
 DEFAULTS = {name: key.default for name, key in TOPIC_KEYS.items()}
 
 
-def fetch_request(replica: int, offset: int, wait_s: float, last_fetched_epoch: int = -1) -> Any:
+def fetch_request(replica: int, offset: int, wait_s: float) -> Any:
+    """A follower's fetch with no last fetched epoch (its log is a prefix of ours)."""
     partition = SimpleNamespace(
         partition=0,
         fetch_offset=offset,
         current_leader_epoch=0,
-        last_fetched_epoch=last_fetched_epoch,
+        last_fetched_epoch=-1,
         partition_max_bytes=1 << 20,
     )
     return SimpleNamespace(
