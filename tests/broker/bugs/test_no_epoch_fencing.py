@@ -12,12 +12,11 @@ import pytest
 
 from broker import bugs
 from broker.errors import ErrorCode, KafkaError
-from broker.log.ledger import FsyncLedger
 from broker.replication.partition import ReplicatedPartition
 from broker.server.replica_manager import ReplicaManager
-from broker.server.topics import PartitionAssignment, TopicStore
-from broker.server_properties import load_config
+from broker.server.topics import PartitionAssignment
 from tests.broker.batches import make_batch, read_values
+from tests.broker.managers import replica_manager
 
 REPLICAS = [1, 2, 3]
 
@@ -25,20 +24,16 @@ REPLICAS = [1, 2, 3]
 @pytest.fixture
 def deposed(tmp_path: Path) -> Iterator[ReplicaManager]:
     """Node 1's ReplicaManager, whose replica of t-0 led epoch 0 and lost it to node 2."""
-    config = load_config(1, "127.0.0.1:0", tmp_path, None, [])
-    ledger = FsyncLedger(tmp_path)
-    rm = ReplicaManager(config, ledger, TopicStore(tmp_path, ledger))
-    rm.create_topic("t", 1, 1, {})
-    log = rm.partitions[("t", 0)].log
-    partition = ReplicatedPartition("t", 0, log, PartitionAssignment(REPLICAS, 1, 0, REPLICAS), 1)
-    partition.reassign(PartitionAssignment(REPLICAS, 2, 1, [2, 3]))
-    rm.partitions[("t", 0)] = partition
-    try:
-        yield rm
-    finally:
-        bugs.enable([])
-        rm.close()
-        ledger.close()
+    with replica_manager(tmp_path) as rm:
+        log = rm.partitions[("t", 0)].log
+        assignment = PartitionAssignment(REPLICAS, 1, 0, REPLICAS)
+        partition = ReplicatedPartition("t", 0, log, assignment, 1)
+        partition.reassign(PartitionAssignment(REPLICAS, 2, 1, [2, 3]))
+        rm.partitions[("t", 0)] = partition
+        try:
+            yield rm
+        finally:
+            bugs.enable([])
 
 
 @pytest.mark.parametrize("bug", [True, False], ids=["no-epoch-fencing", "correct"])

@@ -14,26 +14,17 @@ import pytest
 
 from broker.coordinator.txn.verification import TxnVerifier
 from broker.errors import ErrorCode, KafkaError
-from broker.log.ledger import FsyncLedger
 from broker.server.replica_manager import ReplicaManager
-from broker.server.topics import TopicStore
-from broker.server_properties import load_config
 from tests.broker.batches import make_batch
+from tests.broker.managers import replica_manager
 
 PID, EPOCH = 7, 0
 
 
 @pytest.fixture
 def manager(tmp_path: Path) -> Iterator[ReplicaManager]:
-    config = load_config(1, "127.0.0.1:0", tmp_path, None, [])
-    ledger = FsyncLedger(tmp_path)
-    rm = ReplicaManager(config, ledger, TopicStore(tmp_path, ledger))
-    rm.create_topic("t", 1, 1, {})
-    try:
+    with replica_manager(tmp_path) as rm:
         yield rm
-    finally:
-        rm.close()
-        ledger.close()
 
 
 @pytest.mark.parametrize("marker_meanwhile", [False, True], ids=["in-time", "late"])

@@ -15,12 +15,11 @@ import pytest
 
 from broker.api.produce import handle_produce
 from broker.errors import ErrorCode
-from broker.log.ledger import FsyncLedger
 from broker.replication.partition import ReplicatedPartition
 from broker.server.replica_manager import ReplicaManager
-from broker.server.topics import PartitionAssignment, TopicStore
-from broker.server_properties import load_config
+from broker.server.topics import PartitionAssignment
 from tests.broker.batches import make_batch
+from tests.broker.managers import replica_manager
 
 REPLICAS = [1, 2, 3]
 
@@ -28,19 +27,12 @@ REPLICAS = [1, 2, 3]
 @pytest.fixture
 def manager(tmp_path: Path) -> Iterator[ReplicaManager]:
     """Node 1's ReplicaManager, leading both partitions of t with the whole ISR."""
-    config = load_config(1, "127.0.0.1:0", tmp_path, None, [])
-    ledger = FsyncLedger(tmp_path)
-    rm = ReplicaManager(config, ledger, TopicStore(tmp_path, ledger))
-    rm.create_topic("t", 2, 1, {})
-    for index in (0, 1):
-        log = rm.partitions[("t", index)].log
-        assignment = PartitionAssignment(REPLICAS, 1, 0, REPLICAS)
-        rm.partitions[("t", index)] = ReplicatedPartition("t", index, log, assignment, 1)
-    try:
+    with replica_manager(tmp_path, partitions=2) as rm:
+        for index in (0, 1):
+            log = rm.partitions[("t", index)].log
+            assignment = PartitionAssignment(REPLICAS, 1, 0, REPLICAS)
+            rm.partitions[("t", index)] = ReplicatedPartition("t", index, log, assignment, 1)
         yield rm
-    finally:
-        rm.close()
-        ledger.close()
 
 
 class Verifier:
