@@ -223,12 +223,24 @@ class SshRemote:
                     f.write("    " + result.err.strip().replace("\n", "\n    ") + "\n")
 
     def execute(self, line: str, *, timeout: float = 60.0) -> Result:
+        """Runs ``line`` on a channel of its own, read and closed here: the file
+        objects of paramiko's ``exec_command`` close their channel from
+        ``__del__``, which a garbage collection can run on the transport's own
+        thread while it holds that channel's lock, hanging the connection."""
         wrapped = f"sudo -n sh -c {shlex.quote(line)}" if self.sudo else line
         try:
-            _, stdout, stderr = self._connect().exec_command(wrapped, timeout=timeout)
-            out = stdout.read().decode(errors="replace")
-            err = stderr.read().decode(errors="replace")
-            result = Result(stdout.channel.recv_exit_status(), out, err)
+            transport = self._connect().get_transport()
+            if transport is None:
+                raise paramiko.SSHException("not connected")
+            channel = transport.open_session(timeout=timeout)
+            try:
+                channel.settimeout(timeout)
+                channel.exec_command(wrapped)
+                channel.shutdown_write()  # no input
+                out, err = _drain(channel, timeout)
+                result = Result(channel.recv_exit_status(), out, err)
+            finally:
+                channel.close()
         except (OSError, paramiko.SSHException) as e:
             result = Result(255, "", f"ssh to {self.host}: {e}")
         self._log(line, result)
@@ -322,3 +334,21 @@ class SshBackend:
 
     def destroy(self, state: Mapping[str, Any]) -> None:
         """The hosts are not ours to remove."""
+
+
+def _drain(channel: paramiko.Channel, timeout: float) -> tuple[str, str]:
+    """A command's stdout and stderr, read together (either may fill the
+    channel's window) until it has exited and both are empty."""
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + timeout
+    while True:
+        if channel.recv_ready():
+            out += channel.recv(1 << 16)
+        elif channel.recv_stderr_ready():
+            err += channel.recv_stderr(1 << 16)
+        elif channel.exit_status_ready():
+            return out.decode(errors="replace"), err.decode(errors="replace")
+        elif time.monotonic() > deadline:
+            raise TimeoutError(f"no answer in {timeout:g} s")
+        else:
+            time.sleep(0.005)
