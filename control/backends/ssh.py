@@ -223,28 +223,32 @@ class SshRemote:
                     f.write("    " + result.err.strip().replace("\n", "\n    ") + "\n")
 
     def execute(self, line: str, *, timeout: float = 60.0) -> Result:
-        """Runs ``line`` on a channel of its own, read and closed here: the file
-        objects of paramiko's ``exec_command`` close their channel from
-        ``__del__``, which a garbage collection can run on the transport's own
-        thread while it holds that channel's lock, hanging the connection."""
         wrapped = f"sudo -n sh -c {shlex.quote(line)}" if self.sudo else line
         try:
-            transport = self._connect().get_transport()
-            if transport is None:
-                raise paramiko.SSHException("not connected")
-            channel = transport.open_session(timeout=timeout)
-            try:
-                channel.settimeout(timeout)
-                channel.exec_command(wrapped)
-                channel.shutdown_write()  # no input
-                out, err = _drain(channel, timeout)
-                result = Result(channel.recv_exit_status(), out, err)
-            finally:
-                channel.close()
+            result = self.run_as_login(wrapped, timeout)
         except (OSError, paramiko.SSHException) as e:
             result = Result(255, "", f"ssh to {self.host}: {e}")
         self._log(line, result)
         return result
+
+    def run_as_login(self, command: str, timeout: float = 60.0) -> Result:
+        """Runs ``command`` as the login user, on a channel of its own, read and
+        closed here: the file objects of paramiko's ``exec_command`` close
+        their channel from ``__del__``, which a garbage collection can run on
+        the transport's own thread while it holds that channel's lock, hanging
+        the connection."""
+        transport = self._connect().get_transport()
+        if transport is None:
+            raise paramiko.SSHException("not connected")
+        channel = transport.open_session(timeout=timeout)
+        try:
+            channel.settimeout(timeout)
+            channel.exec_command(command)
+            channel.shutdown_write()  # no input
+            out, err = _drain(channel, timeout)
+            return Result(channel.recv_exit_status(), out, err)
+        finally:
+            channel.close()
 
     def upload(self, local: str, remote: str) -> None:
         target = f"/tmp/jepka-{uuid.uuid4().hex}" if self.sudo else remote
@@ -275,8 +279,7 @@ class SshRemote:
             with socket.socket(family, socket.SOCK_DGRAM) as probe:
                 probe.connect(address)  # a route lookup: nothing is sent
                 return str(probe.getsockname()[0])
-        _, stdout, _ = self._connect().exec_command("echo $SSH_CLIENT")
-        return stdout.read().decode().split()[0]
+        return self.run_as_login("echo $SSH_CLIENT").out.split()[0]
 
     def _must(self, line: str) -> None:
         result = self.execute(line)

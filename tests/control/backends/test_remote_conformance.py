@@ -90,8 +90,7 @@ def test_commands_run_as_root(node: Node) -> None:
     when the login is not root (the login itself is checked to be unprivileged)."""
     assert node.run("id -u").out == "0\n"
     if isinstance(node.remote, SshRemote) and node.remote.sudo:
-        _, stdout, _ = node.remote._connect().exec_command("id -u")
-        assert stdout.read().decode().strip() != "0"
+        assert node.remote.run_as_login("id -u").out.strip() != "0"
 
 
 def test_quoting_survives_the_transport(node: Node) -> None:
