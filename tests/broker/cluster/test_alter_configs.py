@@ -18,6 +18,7 @@ from kafka.admin import ConfigResourceType
 
 from broker.replication.local_cluster import LocalCluster
 from tests.broker.cluster.clients import create_topic, leaders, produce
+from tests.broker.wire import WireClient
 from tests.eventually import eventually
 from workloads.handles import Clients
 
@@ -36,18 +37,31 @@ def alter(bootstrap: str, *entries: tuple[str, str | None, AlterConfigOpType]) -
         admin.incremental_alter_configs([resource])[resource].result(30)
 
 
-def overrides(bootstrap: str) -> dict[str, str]:
-    """The topic's own settings, as the broker the client asks describes them."""
-    resource = ConfigResource(ConfigResource.Type.TOPIC, TOPIC)
-    with Clients() as clients:
-        admin = clients.admin({"bootstrap.servers": bootstrap})
-        described = admin.describe_configs([resource])[resource].result(30)
-    return {k: e.value for k, e in described.items() if e.source == 1}  # DYNAMIC_TOPIC_CONFIG
+def overrides(address: str) -> dict[str, str]:
+    """The topic's own settings, as the broker at ``address`` itself describes
+    them (an admin client would ask any broker)."""
+    client = WireClient(address)
+    try:
+        response = client.request(
+            32, 4, {"resources": [{"resource_type": 2, "resource_name": TOPIC,
+                                   "configuration_keys": None}],
+                    "include_synonyms": False, "include_documentation": False},
+        )  # fmt: skip
+    finally:
+        client.close()
+    (result,) = response.results
+    return {c.name: c.value for c in result.configs if c.config_source == 1}  # the topic's
 
 
 def everywhere(cluster: LocalCluster, wanted: dict[str, str]) -> None:
+    """Every broker describes ``wanted``: all of them hold the change, so a
+    client reading the current set from any broker gets it."""
     for node in cluster.nodes.values():
-        eventually(lambda n=node: overrides(n.bootstrap) == wanted, 10, what=f"{wanted}")
+        eventually(
+            lambda n=node: overrides(n.address) == wanted,
+            10,
+            what=lambda n=node: f"{wanted} on {n.address}, not {overrides(n.address)}",
+        )
 
 
 @pytest.mark.parametrize("size", [1, 3], ids=["single", "cluster"])
