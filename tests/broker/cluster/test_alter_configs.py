@@ -17,10 +17,9 @@ from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.admin import ConfigResourceType
 
 from broker.replication.local_cluster import LocalCluster
-from tests.broker.cluster.clients import create_topic, leaders, produce
+from tests.broker.cluster.clients import admin, create_topic, leaders, produce
 from tests.broker.wire import WireClient
 from tests.eventually import eventually
-from workloads.handles import Clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 TOPIC = "tuned"
@@ -32,9 +31,8 @@ def alter(bootstrap: str, *entries: tuple[str, str | None, AlterConfigOpType]) -
         TOPIC,
         incremental_configs=[ConfigEntry(k, v, incremental_operation=op) for k, v, op in entries],
     )
-    with Clients() as clients:
-        admin = clients.admin({"bootstrap.servers": bootstrap})
-        admin.incremental_alter_configs([resource])[resource].result(30)
+    with admin(bootstrap) as client:
+        client.incremental_alter_configs([resource])[resource].result(30)
 
 
 def overrides(address: str) -> dict[str, str]:
@@ -80,15 +78,15 @@ def test_topic_configs_change_on_every_broker(
     everywhere(cluster, {"min.insync.replicas": str(size), "cleanup.policy": "delete,compact"})
     with pytest.raises(KafkaException, match="INVALID_CONFIG"):
         alter(bootstrap, ("min.insync.replicas", str(size + 1), AlterConfigOpType.SET))
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    kafka_admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         topic = KafkaConfigResource(ConfigResourceType.TOPIC, TOPIC, {"segment.bytes": "1048576"})
-        assert admin.alter_configs([topic], incremental=False) == {"topic": {TOPIC: "OK"}}
+        assert kafka_admin.alter_configs([topic], incremental=False) == {"topic": {TOPIC: "OK"}}
         broker = KafkaConfigResource(ConfigResourceType.BROKER, "1", {"num.partitions": "3"})
-        answer = admin.alter_configs([broker], raise_on_unknown=False, incremental=False)
+        answer = kafka_admin.alter_configs([broker], raise_on_unknown=False, incremental=False)
         assert "InvalidRequest" in answer["broker"]["1"]  # broker configs are static here
     finally:
-        admin.close()
+        kafka_admin.close()
     everywhere(
         cluster,
         {"min.insync.replicas": str(size), "cleanup.policy": "delete,compact",

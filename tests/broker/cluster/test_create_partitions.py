@@ -16,18 +16,23 @@ from kafka.admin import NewPartitions as KafkaNewPartitions
 from kafka.errors import InvalidPartitionsError
 
 from broker.replication.local_cluster import LocalCluster
-from tests.broker.cluster.clients import create_topic, leaders, metadata, produce, read_partition
+from tests.broker.cluster.clients import (
+    admin,
+    create_topic,
+    leaders,
+    metadata,
+    produce,
+    read_partition,
+)
 from tests.eventually import eventually
-from workloads.handles import Clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.integration]
 TOPIC = "growing"
 
 
 def grow_with_librdkafka(bootstrap: str, count: int) -> None:
-    with Clients() as clients:
-        admin = clients.admin({"bootstrap.servers": bootstrap})
-        admin.create_partitions([NewPartitions(TOPIC, count)])[TOPIC].result(30)
+    with admin(bootstrap) as client:
+        client.create_partitions([NewPartitions(TOPIC, count)])[TOPIC].result(30)
 
 
 @pytest.mark.parametrize("size", [1, 3], ids=["single", "cluster"])
@@ -38,13 +43,13 @@ def test_a_topic_grows_and_its_new_partitions_serve(
     bootstrap = cluster.bootstrap
     create_topic(bootstrap, TOPIC, 1, size)
     grow_with_librdkafka(bootstrap, 2)
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    kafka_admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        admin.create_partitions({TOPIC: KafkaNewPartitions(total_count=4)})
+        kafka_admin.create_partitions({TOPIC: KafkaNewPartitions(total_count=4)})
         with pytest.raises(InvalidPartitionsError):
-            admin.create_partitions({TOPIC: KafkaNewPartitions(total_count=3)})
+            kafka_admin.create_partitions({TOPIC: KafkaNewPartitions(total_count=3)})
     finally:
-        admin.close()
+        kafka_admin.close()
     # kafka-python asked the controller's node; the others learn from the metadata log
     eventually(
         lambda: len(metadata(bootstrap, TOPIC).topics[TOPIC].partitions) == 4,
