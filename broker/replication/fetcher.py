@@ -118,8 +118,7 @@ class ReplicaFetchers:
                 partition.truncate_to(partition.high_watermark)
                 self._synced[tp] = partition.leader_epoch
             return
-        asked = {tp: latest_epoch(p) for tp, p in stale.items()}
-        sent = {tp: _Sent.of(leader, p) for tp, p in stale.items()}
+        sent = {tp: _Sent.of(leader, p) for tp, p in stale.items()}  # with our latest epoch
         request = ofle_req.OffsetForLeaderEpochRequest(
             replica_id=BrokerId(self.node_id),
             topics=tuple(
@@ -129,7 +128,7 @@ class ReplicaFetchers:
                         ofle_req.OffsetForLeaderPartition(
                             partition=i32(tp[1]),
                             current_leader_epoch=i32(p.leader_epoch),
-                            leader_epoch=i32(max(asked[tp], 0)),
+                            leader_epoch=i32(max(sent[tp].last_fetched_epoch, 0)),
                         ),
                     ),
                 )
@@ -145,10 +144,9 @@ class ReplicaFetchers:
                     continue
                 if not sent[tp].holds(partition):
                     continue  # asked of a leader or epoch that is no longer current
-                cut = truncation_offset(
-                    partition, asked[tp], answer.leader_epoch, answer.end_offset
-                )
-                _truncate(tp, partition, cut, asked[tp])
+                asked = sent[tp].last_fetched_epoch
+                cut = truncation_offset(partition, asked, answer.leader_epoch, answer.end_offset)
+                _truncate(tp, partition, cut, asked)
                 self._synced[tp] = partition.leader_epoch
 
     async def _fetch_once(
