@@ -6,10 +6,12 @@ checked offline, as ``tests/checkers/test_recorded_histories.py`` checks it.
 The recording is kept only if the live and the offline check agree and the
 verdict (and, for an invalid one, the required kinds) is what the case
 expects; otherwise the old recording stays, the case and what differed are
-printed, and the exit code is 1. Needs root (network namespaces), like
+printed, and the exit code is 1 (``--tries N`` runs a case up to N times
+first: the detection table's cases draw a new seed each run and find a bug
+mode on some seeds only). Needs root (network namespaces), like
 ``jepka test``; one cluster runs at a time.
 
-    .venv/bin/python scripts/record_histories.py [PATTERN ...] [--list] [--store DIR]
+    .venv/bin/python scripts/record_histories.py [PATTERN ...] [--list] [--tries N] [--store DIR]
 
 A PATTERN (shell-style) selects cases by id (``SUITE/CASE``) or case name,
 e.g. ``'nightly/bug-no-dedup*'`` or ``'*group*kill*'``; none selects all.
@@ -21,6 +23,7 @@ import argparse
 import fnmatch
 import json
 import os
+import random
 import shutil
 import sys
 from pathlib import Path
@@ -63,7 +66,8 @@ def record(entry: Entry, store: Path) -> list[str]:
     from checkers import check
     from harness.cli.suite import run_case
 
-    attempt = run_case(entry.case, entry.settings, str(store))
+    seed = {"seed": random.SystemRandom().randrange(1, 2**31)} if entry.random_seed else {}
+    attempt = run_case(entry.case, {**entry.settings, **seed}, str(store))
     if attempt.run is None:
         return [f"crashed: {attempt.error}"]
     run = Path(attempt.run)
@@ -80,7 +84,7 @@ def record(entry: Entry, store: Path) -> list[str]:
         return problems
     entry.path.mkdir(parents=True, exist_ok=True)
     replace(entry.path / HISTORY, lambda tmp: shutil.copyfile(run / HISTORY, tmp))
-    expectation = {**entry.describe(), **offline, "run_seconds": round(attempt.seconds, 1)}
+    expectation = {**entry.describe(), **offline, **seed, "run_seconds": round(attempt.seconds, 1)}
     replace(
         entry.path / EXPECTATION,
         lambda tmp: tmp.write_text(json.dumps(expectation, indent=2, sort_keys=True) + "\n"),
@@ -92,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("patterns", nargs="*", metavar="PATTERN", help="cases to re-record")
     parser.add_argument("--list", action="store_true", help="print the selected cases only")
+    parser.add_argument(
+        "--tries", type=int, default=1, metavar="N", help="runs per case until one is kept"
+    )
     parser.add_argument(
         "--store", type=Path, default=ROOT / "store" / "record", help="where the runs go"
     )
@@ -106,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     refused: dict[str, list[str]] = {}
     for i, entry in enumerate(chosen, 1):
         print(f"record {i}/{len(chosen)}: {entry.id}", flush=True)
-        problems = record(entry, args.store)
+        for attempt in range(1, max(args.tries, 1) + 1):
+            problems = record(entry, args.store)
+            if not problems or attempt >= args.tries:
+                break
+            print(f"  run {attempt} refused: {'; '.join(problems)}", flush=True)
         if problems:
             refused[entry.id] = problems
         print(f"  {'REFUSED: ' + '; '.join(problems) if problems else 'kept'}", flush=True)

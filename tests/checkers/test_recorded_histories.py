@@ -17,6 +17,7 @@ from tests.corpus import (
     MAX_BYTES,
     ROOT,
     Entry,
+    against_case,
     against_recording,
     corpus_bytes,
     entries,
@@ -34,6 +35,23 @@ def test_the_corpus_holds_only_cases_of_the_suites_and_stays_small() -> None:
     assert not stray, f"recordings of no case in the suites: {', '.join(stray)}"
     size = corpus_bytes()
     assert size <= MAX_BYTES, f"the corpus is {size / 2**20:.1f} MB, over {MAX_BYTES / 2**20} MB"
+
+
+def test_a_detection_run_must_show_one_of_its_kinds() -> None:
+    (entry,) = [e for e in ENTRIES if e.id == "detect/lso-off-by-one"]
+    assert (entry.expect, entry.one_of, entry.random_seed) == (
+        ("invalid",),
+        ("G1a", "precommitted-read"),
+        True,
+    )
+    found = {"verdict": "invalid", "anomalies": {"G1c": 2, "precommitted-read": 3}}
+    assert against_case(entry, found) == []
+    other = {"verdict": "invalid", "anomalies": {"G1c": 2}}
+    assert against_case(entry, other) == [
+        "none of the kinds that find the bug: G1a, precommitted-read"
+    ]
+    (clean,) = [e for e in ENTRIES if e.id == "detect/correct-txn"]
+    assert against_case(clean, other) == ["verdict invalid, the case expects valid"]
 
 
 @pytest.mark.spark
