@@ -12,11 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from reports.pairs import Pairs
+from reports.pairs import Fault, Pairs
 
 MAX_POINTS = 2000  # per series, after downsampling
 BUCKETS = 200  # time buckets for quantiles and throughput
 QUANTILES = (0.5, 0.95, 0.99, 1.0)
+#: the fields of a nemesis op's completion that list the nodes it acted on
+NODE_FIELDS = ("killed", "paused", "nodes", "cut", "targets")
 
 
 def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
@@ -63,9 +65,11 @@ def latency_raw(pairs: Pairs, max_points: int = MAX_POINTS) -> list[dict[str, An
 
 
 def latency_quantiles(pairs: Pairs, end: float, buckets: int = BUCKETS) -> list[dict[str, Any]]:
-    """Per f, OK ops only: latency quantiles (ms) in each time bucket with any op."""
+    """Per f, OK ops only: latency quantiles (ms) in each time bucket; ``None`` in
+    a bucket without an op, so a line breaks there instead of bridging a stall."""
     ok = np.array([t == "ok" for t in pairs.type], dtype=bool)
     edges, width = _edges(end, buckets)
+    mids = edges[:-1] + width / 2
     out = []
     for f in sorted(set(np.array(pairs.f, dtype=object)[ok].tolist())):
         rows = np.nonzero(ok & (np.array(pairs.f, dtype=object) == f))[0]
@@ -74,18 +78,13 @@ def latency_quantiles(pairs: Pairs, end: float, buckets: int = BUCKETS) -> list[
         order = np.argsort(b, kind="stable")
         b, lat = b[order], lat[order]
         cuts = np.searchsorted(b, np.arange(buckets + 1))
-        xs: list[float] = []
-        ys: dict[float, list[float]] = {q: [] for q in QUANTILES}
+        ys = np.full((len(QUANTILES), buckets), np.nan)
         for i in range(buckets):
             seg = lat[cuts[i] : cuts[i + 1]]
             if len(seg):
-                xs.append(float(edges[i] + width / 2))
-                for q, v in zip(QUANTILES, np.quantile(seg, QUANTILES), strict=True):
-                    ys[q].append(float(v))
-        for q in QUANTILES:
-            out.append(
-                {"name": f"{f} p{q * 100:g}", "x": _r(np.array(xs)), "y": _r(np.array(ys[q]))}
-            )
+                ys[:, i] = np.quantile(seg, QUANTILES)
+        for q, y in zip(QUANTILES, ys, strict=True):
+            out.append({"name": f"{f} p{q * 100:g}", "x": _r(mids), "y": _r(y)})
     return out
 
 
@@ -145,11 +144,73 @@ def stat_series(
     return out
 
 
+def final_start(pairs: Pairs) -> float | None:
+    """When the final reads began (the first one's invocation), or ``None`` in a
+    history without them: the plots shade from there on, as recovery, not load."""
+    t0 = pairs.t0[pairs.final]
+    return float(t0.min()) if len(t0) else None
+
+
+def fault_labels(faults: Sequence[Fault]) -> list[dict[str, Any]]:
+    """Each fault as its plot lane shows it: when, its kind, the nodes it hit,
+    and a one-line label of those (never the nemesis op's raw value)."""
+    out = []
+    for fault in faults:
+        nodes, how, where = _fault_nodes(fault.value)
+        out.append(
+            {
+                "kind": fault.kind,
+                "start": fault.start,
+                "end": fault.end,
+                "nodes": nodes,
+                "label": " ".join(filter(None, (fault.f.removeprefix("start-"), how)))
+                + (f": {where}" if where else ""),
+            }
+        )
+    return out
+
+
+def _fault_nodes(value: Any) -> tuple[list[str], str, str]:
+    """(nodes hit, how, where) from a fault's value: faults list nodes under a
+    known field; a partition's grudge (under ``grudge``, or alone) reads as its
+    sides (``n1 n3 | n2``)."""
+    if not isinstance(value, Mapping):
+        return [], value if isinstance(value, str) else "", ""
+    how = value.get("kind") if isinstance(value.get("kind"), str) else ""
+    for field in NODE_FIELDS:
+        nodes = value.get(field)
+        if isinstance(nodes, list) and nodes:
+            names = [str(n) for n in nodes]
+            return names, how, " ".join(names)
+    grudge = value.get("grudge")
+    if grudge is None and value and all(isinstance(v, list) for v in value.values()):
+        grudge = value  # a bare grudge, as Jepsen's partitioner records it
+    if isinstance(grudge, Mapping):
+        sides = _sides(grudge)
+        return sorted(n for side in sides for n in side), how, " | ".join(map(" ".join, sides))
+    return [], how, ""
+
+
+def _sides(grudge: Mapping[str, Any]) -> list[list[str]]:
+    """A grudge (node → nodes it drops) as groups with no cut link inside any
+    group, smallest first; nodes on no cut link are left out."""
+    cut = {frozenset((str(a), str(b))) for a, bs in grudge.items() for b in bs or () if a != b}
+    groups: list[list[str]] = []
+    for node in sorted({n for link in cut for n in link}):
+        group = next((g for g in groups if all(frozenset((node, m)) not in cut for m in g)), None)
+        if group is None:
+            groups.append([node])
+        else:
+            group.append(node)
+    return sorted(groups, key=len)
+
+
 def _edges(end: float, buckets: int) -> tuple[np.ndarray, float]:
     width = max(end, 1e-9) / buckets
     return np.arange(buckets + 1) * width, width
 
 
-def _r(a: np.ndarray) -> list[float]:
-    """Rounded to 4 significant-ish decimals: halves the JSON without visible change."""
-    return np.round(a.astype(np.float64), 4).tolist()
+def _r(a: np.ndarray) -> list[float | None]:
+    """Rounded to 4 significant-ish decimals: halves the JSON without visible change.
+    NaN becomes ``None`` (JSON null: a gap in the plot)."""
+    return [None if v != v else v for v in np.round(a.astype(np.float64), 4).tolist()]

@@ -7,8 +7,17 @@ from hypothesis.extra.numpy import arrays
 
 from history import flatten
 from history.op import Op
-from reports.pairs import fold
-from reports.series import downsample, latency_quantiles, latency_raw, stat_series, throughput
+from reports.pairs import Fault, fold
+from reports.series import (
+    downsample,
+    fault_labels,
+    final_start,
+    latency_quantiles,
+    latency_raw,
+    stat_series,
+    throughput,
+)
+from tests.reports.conftest import HistoryBuilder
 
 MS = 1_000_000
 
@@ -45,7 +54,12 @@ def test_latency_and_throughput_from_a_known_history() -> None:
     assert round(sum(rate[0]["y"]) * width) == 100
     q = {s["name"]: s for s in latency_quantiles(pairs, end, buckets=4)}
     assert set(q) == {"send p50", "send p95", "send p99", "send p100"}
-    assert max(q["send p100"]["y"]) == 100.0 and max(q["send p50"]["y"]) == 1.0
+    p100, p50 = q["send p100"]["y"], q["send p50"]["y"]
+    assert max(v for v in p100 if v is not None) == 100.0
+    assert max(v for v in p50 if v is not None) == 1.0
+    # nothing completes while the 100 ms op runs: that bucket is a gap, not a line
+    assert q["send p50"]["x"] == [round(end / 8 * i, 4) for i in (1, 3, 5, 7)]
+    assert p50[2] is None and None not in (p50[0], p50[1], p50[3])
 
 
 def test_stat_series_reads_both_shapes_and_ignores_junk() -> None:
@@ -62,3 +76,50 @@ def test_stat_series_reads_both_shapes_and_ignores_junk() -> None:
     pts = {"lag": {"p1": [[1e9, 0.5], [3e9, 2.0], "bad"]}}
     assert stat_series(pts, "lag") == [{"name": "p1", "x": [1.0, 3.0], "y": [0.5, 2.0]}]
     assert stat_series({"lag": 3}, "lag") == [] and stat_series({}, "lag") == []
+
+
+def test_final_start_is_the_first_final_read() -> None:
+    h = HistoryBuilder()
+    h.op(0, "invoke", "send", [["send", 0, 1]])
+    h.op(0, "ok", "send", [["send", 0, [0, 1]]])
+    h.op(0, "invoke", "poll", [["poll"]], poll_ms=5)  # a main-phase poll: not final
+    h.op(0, "ok", "poll", [["poll", {}]])
+    h.op(1, "invoke", "assign", [0], dt_ms=10, seek_to_beginning=True)
+    h.op(1, "ok", "assign", [0])
+    h.op(1, "invoke", "poll", [["poll"]], final=True)
+    h.op(1, "ok", "poll", [["poll", {}]], final=True)
+    pairs, _, _ = fold(flatten(Op.from_dict(o) for o in h.ops))
+    assert pairs.final.tolist() == [False, False, True, True]
+    assert final_start(pairs) == 0.014
+    pairs, _, _ = fold(flatten(Op.from_dict(o) for o in h.ops[:4]))
+    assert final_start(pairs) is None
+
+
+def test_fault_labels_name_the_nodes_not_the_raw_value() -> None:
+    grudge = {"n2": ["n1", "n3"], "n1": ["n2"], "n3": ["n2"]}
+    faults = [
+        Fault("partition", "start-partition", 1.0, 2.0, {"kind": "majority", "grudge": grudge}),
+        Fault("kill", "kill", 1.5, None, {"killed": ["n3"]}),
+        Fault("partition", "start-partition", 3.0, 4.0, {"kind": "primaries", "cut": ["n1"]}),
+        Fault("clock", "bump-clock", 5.0, 6.0, {"nodes": ["n1", "n2"], "offset_ms": 300}),
+        Fault("partition", "start-partition", 7.0, 8.0, "majority"),  # an unfinished start
+        Fault("other", "start-odd", 9.0, 9.5, None),
+        Fault("partition", "start-partition", 10.0, 11.0, {"n1": ["n2", "n3"]}),
+    ]
+    got = fault_labels(faults)
+    assert [(g["label"], g["nodes"]) for g in got] == [
+        ("partition majority: n2 | n1 n3", ["n1", "n2", "n3"]),
+        ("kill: n3", ["n3"]),
+        ("partition primaries: n1", ["n1"]),
+        ("bump-clock: n1 n2", ["n1", "n2"]),
+        ("partition majority", []),
+        ("odd", []),
+        ("partition: n1 | n2 n3", ["n1", "n2", "n3"]),
+    ]
+    assert got[1] == {
+        "kind": "kill",
+        "start": 1.5,
+        "end": None,
+        "nodes": ["n3"],
+        "label": "kill: n3",
+    }
