@@ -45,6 +45,8 @@ from reports.series import (
 )
 
 PACKAGE = Path(__file__).parent
+STATIC = PACKAGE / "static"
+UPLOT = Path("vendor", "uplot")  # uPlot, as its package ships it (see its README.md)
 MAX_CONFIG_CHARS = 100_000
 UNSEEN_STATS = ("unseen_series", "unseen")
 LAG_STATS = ("realtime_lag", "realtime-lag")
@@ -128,15 +130,20 @@ def render_html(data: dict[str, Any]) -> str:
     return _env.get_template("report.html.j2").render(
         d=data,
         blob=blob.replace("<", "\\u003c"),  # no markup can end or nest in the script
-        css=(PACKAGE / "static" / "report.css").read_text(),
-        js=(PACKAGE / "static" / "plot.js").read_text()
-        + (PACKAGE / "static" / "report.js").read_text(),
+        css=_static(UPLOT / "uPlot.min.css", "report.css"),
+        uplot=_static(UPLOT / "uPlot.iife.min.js"),  # its own script: report.js stays strict
+        js=_static("plot.js", "report.js"),
     )
+
+
+def _static(*names: str | Path) -> str:
+    """The named files of ``reports/static``, joined, for inlining into a page."""
+    return "\n".join((STATIC / name).read_text() for name in names)
 
 
 def render_index(runs: list[dict[str, Any]], suites: list[dict[str, Any]], root: str) -> str:
     return _env.get_template("index.html.j2").render(
-        runs=runs, suites=suites, root=root, css=(PACKAGE / "static" / "report.css").read_text()
+        runs=runs, suites=suites, root=root, css=_static("report.css")
     )
 
 

@@ -1,10 +1,17 @@
-/* Small canvas plotting for the report: axes, fault bands, points or lines, legend.
-   Hand-written so the page needs nothing from the network. */
+/* The report's plots, drawn by uPlot (vendor/uplot, inlined before this file):
+   zoom by dragging (double-click resets), values under the cursor in the legend,
+   one labelled lane per fault above the data, the final reads shaded.
+   Also the small helpers the rest of the page shares. */
 "use strict";
 var PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
-               "#17becf", "#bcbd22", "#7f7f7f"];
+               "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#ad494a", "#637939", "#e6550d",
+               "#7b4173", "#3182bd", "#31a354", "#843c39", "#6b6ecf", "#b5cf6b"];
+var DASHES = [[], [6, 3], [2, 3], [8, 3, 2, 3]];  // after every PALETTE.length series
 var BAND_COLORS = {partition: "#e9dca0", kill: "#e9a4a0", pause: "#a0b1e9", clock: "#a0e9e3",
                    disk: "#d0a0e9", other: "#cccccc"};
+var FINAL_COLOR = "#9e9e9e";
+var LANE_H = 15, LANE_FONT = "11px system-ui, sans-serif", AXIS_FONT = "12px system-ui, sans-serif";
+var PLOT_H = 300;
 
 function el(tag, attrs, text) {
   var e = document.createElement(tag);
@@ -29,93 +36,175 @@ function fmt(v) {
   return String(Math.round(v * 1000) / 1000);
 }
 
-/* plot(container, {title, series: [{name, x, y}], bands, mode: "points"|"lines", xlabel,
-   ylabel, logy, xmax}) draws one plot and returns its canvas. */
+/* A tick or legend value, short: 1, 2.5, 1k, 10k, 1.5M, 0.01. */
+function si(v) {
+  if (v === null || v === undefined) return null;
+  var a = Math.abs(v), units = [[1e9, "G"], [1e6, "M"], [1e3, "k"]];
+  for (var i = 0; i < units.length; i++) {
+    if (a >= units[i][0]) return +(v / units[i][0]).toPrecision(3) + units[i][1];
+  }
+  return String(+v.toPrecision(3));
+}
+function ticks(u, vs) { return vs.map(si); }
+function legendValue(u, v) { return v === null || v === undefined ? "--" : si(v); }
+
+/* The values a line cannot show, with no value before or after them (before a
+   gap or the edge): drawn as points. Undefined is an x of another series only. */
+function isolated(u, seriesIdx) {
+  var ys = u.data[seriesIdx], out = [];
+  function near(i, step) {
+    for (i += step; i >= 0 && i < ys.length; i += step) if (ys[i] !== undefined) return ys[i];
+    return null;
+  }
+  for (var i = 0; i < ys.length; i++) {
+    if (ys[i] != null && near(i, -1) === null && near(i, 1) === null) out.push(i);
+  }
+  return out;
+}
+
+/* On a log axis, grid lines at the powers of ten only (ticks stay at every 1..9 step). */
+function decades(u, splits) {
+  return splits.map(function (v) { return Math.abs(Math.log10(v) % 1) < 1e-9 ? v : null; });
+}
+
+/* An axis just wide enough for its longest tick label, so its title never overlaps. */
+function axisSize(u, values, axisIdx, cycleNum) {
+  var axis = u.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  var longest = (values || []).reduce(function (a, v) { return v && v.length > a.length ? v : a; }, "");
+  u.ctx.font = axis.font[0];
+  return Math.ceil(axis.ticks.size + axis.gap + u.ctx.measureText(longest).width / uPlot.pxRatio) + 4;
+}
+
+/* Lanes for the fault labels: each fault (and the final phase) goes to the first
+   lane where its bar and label do not meet an earlier one, at the plot's first width. */
+function packLanes(items, xmax, width) {
+  var ctx = document.createElement("canvas").getContext("2d"), ends = [];
+  ctx.font = LANE_FONT;
+  items.forEach(function (b) {
+    var x0 = b.start / xmax * width, x1 = (b.end === null ? xmax : b.end) / xmax * width;
+    var w = ctx.measureText(b.label).width + 8, left = Math.min(x0, width - w);
+    var lane = ends.findIndex(function (e) { return e <= left; });
+    if (lane < 0) { lane = ends.length; ends.push(0); }
+    ends[lane] = Math.max(x1, left + w);
+    b.lane = lane;
+  });
+  return ends.length;
+}
+
+/* Draws the faults and the final phase: a faint band over the data, so overlaps
+   stay readable, and a labelled bar in the item's own lane above it. */
+function lanesPlugin(items, lanes) {
+  function span(u, b) {
+    var end = b.end === null ? u.scales.x.max : b.end;
+    var x0 = u.valToPos(b.start, "x", true), x1 = u.valToPos(end, "x", true);
+    var left = u.bbox.left, right = left + u.bbox.width;
+    return [Math.max(left, x0), Math.max(Math.min(right, x1), Math.max(left, x0) + uPlot.pxRatio)];
+  }
+  function color(b) { return b.kind === "final" ? FINAL_COLOR : BAND_COLORS[b.kind] || BAND_COLORS.other; }
+  return {hooks: {
+    drawClear: function (u) {
+      var ctx = u.ctx;
+      ctx.save();
+      items.forEach(function (b) {
+        var s = span(u, b);
+        if (s[0] >= u.bbox.left + u.bbox.width) return;
+        ctx.globalAlpha = b.kind === "final" ? 0.15 : 0.3;
+        ctx.fillStyle = color(b);
+        ctx.fillRect(s[0], u.bbox.top, s[1] - s[0], u.bbox.height);
+      });
+      ctx.restore();
+    },
+    draw: function (u) {
+      var ctx = u.ctx, px = uPlot.pxRatio, h = (LANE_H - 2) * px;
+      ctx.save();
+      ctx.font = LANE_FONT.replace(/\d+px/, function (m) { return parseInt(m, 10) * px + "px"; });
+      ctx.textAlign = "left"; ctx.textBaseline = "middle";
+      items.forEach(function (b) {
+        var s = span(u, b), right = u.bbox.left + u.bbox.width;
+        if (s[0] >= right) return;
+        var y = u.bbox.top - (lanes - b.lane) * LANE_H * px;
+        ctx.fillStyle = color(b);
+        ctx.fillRect(s[0], y, s[1] - s[0], h);
+        var tx = Math.max(u.bbox.left, Math.min(s[0], right - ctx.measureText(b.label).width - 6 * px));
+        ctx.save();
+        ctx.beginPath(); ctx.rect(tx, y, right - tx, h); ctx.clip();
+        ctx.fillStyle = "#222";
+        ctx.fillText(b.label, tx + 3 * px, y + h / 2);
+        ctx.restore();
+      });
+      ctx.restore();
+    }
+  }};
+}
+
+/* plot(container, {title, series: [{name, n, x, y}], lanes, final, mode: "points"|"lines",
+   xlabel, ylabel, logy, xmax, empty}) draws one chart into a new .plot box and returns
+   the box; its data-points says how many points it shows. A null y is a gap. */
 function plot(container, spec) {
   var box = el("div", {"class": "plot"});
   if (spec.title) box.appendChild(el("h3", {}, spec.title));
-  var W = 1100, H = 300, L = 64, R = 12, T = 10, B = 40;
-  var cv = el("canvas", {width: W, height: H});
-  box.appendChild(cv);
   container.appendChild(box);
-  var series = spec.series || [], bands = spec.bands || [];
-  var xmin = 0, xmax = spec.xmax || 0, ymin = Infinity, ymax = -Infinity, points = 0;
-  series.forEach(function (s) {
-    for (var i = 0; i < s.x.length; i++) {
-      var y = s.y[i];
-      if (spec.logy && !(y > 0)) continue;
-      xmax = Math.max(xmax, s.x[i]); ymin = Math.min(ymin, y); ymax = Math.max(ymax, y);
-      points++;
-    }
+  var series = spec.series || [], points = 0, xmax = spec.xmax || 0;
+  var tables = series.map(function (s) {
+    var y = s.y.map(function (v) { return v === null || (spec.logy && !(v > 0)) ? null : v; });
+    y.forEach(function (v) { if (v !== null) points++; });
+    if (s.x.length) xmax = Math.max(xmax, s.x[s.x.length - 1]);
+    return [s.x, y];
   });
-  cv.dataset.points = points;
-  var ctx = cv.getContext("2d");
-  ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, W, H);
+  box.dataset.points = points;
   if (!points) {
-    ctx.fillStyle = "#666"; ctx.font = "13px sans-serif";
-    ctx.fillText(spec.empty || "no data", L + 10, T + 24);
-    return cv;
+    box.appendChild(el("p", {"class": "muted"}, spec.empty || "no data"));
+    return box;
   }
-  if (xmax <= xmin) xmax = xmin + 1;
-  if (!spec.logy) ymin = Math.min(0, ymin);
-  if (ymax <= ymin) ymax = ymin + 1;
-  var ly = function (v) { return spec.logy ? Math.log10(v) : v; };
-  var y0 = ly(ymin), y1 = ly(ymax);
-  var sx = function (x) { return L + (x - xmin) / (xmax - xmin) * (W - L - R); };
-  var sy = function (y) { return H - B - (ly(y) - y0) / (y1 - y0 || 1) * (H - T - B); };
-  bands.forEach(function (b) {
-    var end = b.end === null ? xmax : b.end;
-    ctx.fillStyle = BAND_COLORS[b.kind] || BAND_COLORS.other;
-    ctx.globalAlpha = 0.6;
-    ctx.fillRect(sx(b.start), T, Math.max(1, sx(end) - sx(b.start)), H - T - B);
-    ctx.globalAlpha = 1;
+  xmax = xmax || 1;
+  var items = (spec.lanes || []).map(function (b) { return Object.assign({}, b); });
+  if (spec.final !== null && spec.final !== undefined) {
+    items.push({kind: "final", start: spec.final, end: null, label: "final reads"});
+  }
+  var width = Math.max(300, box.clientWidth);
+  var lanes = packLanes(items, xmax, width - 80);
+  var asPoints = spec.mode !== "lines";
+  var opts = {
+    width: width, height: PLOT_H + lanes * LANE_H,
+    padding: [lanes * LANE_H + 6, 24, 0, 0],
+    cursor: {drag: {x: true, y: false}},
+    legend: {live: true},
+    scales: {
+      x: {time: false, range: function (u, lo, hi) {  // the whole run unless zoomed in
+        var xs = u.data[0];
+        return lo <= xs[0] && hi >= xs[xs.length - 1] ? [Math.min(0, lo), Math.max(hi, xmax)] : [lo, hi];
+      }},
+      y: spec.logy ? {distr: 3, log: 10} : {range: function (u, lo, hi) {
+        return uPlot.rangeNum(Math.min(0, lo), hi, 0.1, true);
+      }}
+    },
+    axes: [
+      {label: spec.xlabel || "", font: AXIS_FONT, labelFont: AXIS_FONT,
+       values: ticks, grid: {stroke: "#eee"}},
+      {label: spec.ylabel || "", font: AXIS_FONT, labelFont: AXIS_FONT, labelSize: 20,
+       size: axisSize, values: ticks,
+       grid: spec.logy ? {stroke: "#e4e4e4", filter: decades} : {stroke: "#eee"}}
+    ],
+    series: [{label: spec.xlabel || "x", value: legendValue}]
+      .concat(series.map(function (s, i) {
+        var c = PALETTE[i % PALETTE.length];
+        return {
+          label: s.name + (s.n ? " (" + s.n + ")" : ""),
+          stroke: c, width: 1.25, spanGaps: false,
+          dash: DASHES[Math.floor(i / PALETTE.length) % DASHES.length],
+          value: legendValue,
+          paths: asPoints ? function () { return null; } : undefined,
+          points: {show: true, size: 3, width: 0, fill: c, filter: asPoints ? null : isolated}
+        };
+      })),
+    plugins: [lanesPlugin(items, lanes)]
+  };
+  var chart = el("div");
+  box.appendChild(chart);
+  box.chart = new uPlot(opts, uPlot.join(tables), chart);  // for scripts that drive the chart
+  window.addEventListener("resize", function () {
+    box.chart.setSize({width: Math.max(300, box.clientWidth), height: opts.height});
   });
-  ctx.strokeStyle = "#999"; ctx.fillStyle = "#333"; ctx.font = "11px sans-serif";
-  ctx.beginPath(); ctx.moveTo(L, T); ctx.lineTo(L, H - B); ctx.lineTo(W - R, H - B); ctx.stroke();
-  niceTicks(xmin, xmax, 10).forEach(function (v) {
-    ctx.fillText(fmt(v), sx(v) - 8, H - B + 14);
-  });
-  var yt = spec.logy ? niceTicks(y0, y1, 5).map(function (e) { return Math.pow(10, e); })
-                     : niceTicks(ymin, ymax, 5);
-  yt.forEach(function (v) {
-    ctx.fillText(fmt(v), 4, sy(v) + 4);
-    ctx.strokeStyle = "#eee"; ctx.beginPath(); ctx.moveTo(L, sy(v)); ctx.lineTo(W - R, sy(v));
-    ctx.stroke();
-  });
-  ctx.fillStyle = "#333";
-  ctx.fillText(spec.xlabel || "", W / 2, H - 6);
-  ctx.save(); ctx.translate(12, T + (H - T - B) / 2 + 30); ctx.rotate(-Math.PI / 2);
-  ctx.fillText(spec.ylabel || "", 0, 0); ctx.restore();
-  series.forEach(function (s, si) {
-    var c = PALETTE[si % PALETTE.length];
-    ctx.strokeStyle = c; ctx.fillStyle = c;
-    if (spec.mode === "lines") ctx.beginPath();
-    var started = false;
-    for (var i = 0; i < s.x.length; i++) {
-      if (spec.logy && !(s.y[i] > 0)) continue;
-      var px = sx(s.x[i]), py = sy(s.y[i]);
-      if (spec.mode === "lines") {
-        if (started) ctx.lineTo(px, py); else ctx.moveTo(px, py);
-        started = true;
-      } else ctx.fillRect(px - 1, py - 1, 3, 3);
-    }
-    if (spec.mode === "lines") ctx.stroke();
-  });
-  var legend = el("div", {"class": "legend"});
-  series.forEach(function (s, si) {
-    var sp = el("span"), sw = el("i");
-    sw.style.background = PALETTE[si % PALETTE.length];
-    sp.appendChild(sw); sp.appendChild(document.createTextNode(s.name + (s.n ? " (" + s.n + ")" : "")));
-    legend.appendChild(sp);
-  });
-  var kinds = {};
-  bands.forEach(function (b) { kinds[b.kind] = true; });
-  Object.keys(kinds).forEach(function (k) {
-    var sp = el("span"), sw = el("i");
-    sw.style.background = BAND_COLORS[k] || BAND_COLORS.other;
-    sp.appendChild(sw); sp.appendChild(document.createTextNode("fault: " + k));
-    legend.appendChild(sp);
-  });
-  box.appendChild(legend);
-  return cv;
+  return box;
 }

@@ -367,21 +367,21 @@ function initTimeline() {
 
 /* ---- plots ---- */
 function initPlots() {
-  var perf = document.getElementById("perf-body");
-  plot(perf, {title: "Latency, raw (downsampled: each bucket's fastest and slowest op)",
-    series: D.latency_raw, bands: D.faults, xmax: D.end, xlabel: "time (s)",
-    ylabel: "latency (ms)", logy: true, empty: "no completed operations"});
-  plot(perf, {title: "Latency quantiles (ok ops)", series: D.latency_quantiles, bands: D.faults,
-    xmax: D.end, mode: "lines", xlabel: "time (s)", ylabel: "latency (ms)", logy: true,
-    empty: "no ok operations"});
-  plot(perf, {title: "Throughput", series: D.throughput, bands: D.faults, xmax: D.end,
-    mode: "lines", xlabel: "time (s)", ylabel: "ops/s", empty: "no completed operations"});
-  var un = document.getElementById("unseen-body");
-  plot(un, {title: "Unseen messages (acknowledged, not yet polled by anyone)", series: D.unseen.series,
-    bands: D.faults, xmax: D.end, mode: "lines", xlabel: "time (s)", ylabel: "messages",
-    empty: "the checker gave no unseen series"});
-  plot(un, {title: "Realtime lag", series: D.lag.series, bands: D.faults, xmax: D.end,
-    mode: "lines", xlabel: "time (s)", ylabel: "lag (s)", empty: "the checker gave no lag series"});
+  var perf = document.getElementById("perf-body"), un = document.getElementById("unseen-body");
+  var common = {lanes: D.fault_lanes, final: D.final_start, xmax: D.end, xlabel: "time (s)",
+                mode: "lines"};
+  [[perf, {title: "Latency, raw (downsampled: each bucket's fastest and slowest op)",
+     series: D.latency_raw, mode: "points", ylabel: "latency (ms)", logy: true,
+     empty: "no completed operations"}],
+   [perf, {title: "Latency quantiles (ok ops)", series: D.latency_quantiles,
+     ylabel: "latency (ms)", logy: true, empty: "no ok operations"}],
+   [perf, {title: "Throughput", series: D.throughput, ylabel: "ops/s",
+     empty: "no completed operations"}],
+   [un, {title: "Unseen messages (acknowledged, not yet polled by anyone)", series: D.unseen.series,
+     ylabel: "messages", empty: "the checker gave no unseen series"}],
+   [un, {title: "Realtime lag", series: D.lag.series, ylabel: "lag (s)",
+     empty: "the checker gave no lag series"}]
+  ].forEach(function (p) { plot(p[0], Object.assign({}, common, p[1])); });
 }
 
 /* ---- broker logs and stats ---- */

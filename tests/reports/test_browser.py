@@ -5,6 +5,7 @@ shows the verdict, the anomaly sections and the plots. Screenshots are kept in
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from checkers import check
 from checkers.result import anomaly_counts
 from reports import write_report
+from reports.series import BUCKETS
 from tests.reports.cdp import CHROMIUM, Chromium
 from tests.reports.conftest import HistoryBuilder
 
@@ -41,7 +43,8 @@ def _open(browser: Chromium, run: Path, shot: str) -> None:
 
 def _points(browser: Chromium, section: str) -> list[int]:
     return browser.eval(
-        f"Array.from(document.querySelectorAll('#{section} canvas')).map(c => +c.dataset.points)"
+        f"Array.from(document.querySelectorAll('#{section} [data-points]'))"
+        ".map(c => +c.dataset.points)"
     )
 
 
@@ -165,3 +168,115 @@ def test_the_run_index_filters_and_sorts(browser: Chromium, make_run, tmp_path: 
     )
     assert browser.eval(times) == ["20260101T000100"]
     assert browser.errors == []
+
+
+def _faulty_run(path: Path) -> Path:
+    """Sends with latencies over four decades, under a kill and an overlapping
+    majority partition, then the final reads."""
+    h = HistoryBuilder()
+    h.op("nemesis", "invoke", "kill", "one")
+    h.op("nemesis", "info", "kill", {"killed": ["n2"]})
+    for i in range(40):
+        if i == 10:
+            h.op("nemesis", "invoke", "start-partition", "majority")
+            grudge = {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}
+            h.op("nemesis", "info", "start-partition", {"kind": "majority", "grudge": grudge})
+        if i == 20:
+            h.op("nemesis", "invoke", "start", "all")
+            h.op("nemesis", "info", "start", {"started": ["n2"]})
+        h.op(i % 3, "invoke", "send", [["send", 0, i]])
+        h.op(i % 3, "ok", "send", [["send", 0, [i, i]]], dt_ms=(1, 30, 300, 3000)[i % 4])
+    h.op("nemesis", "invoke", "stop-partition")
+    h.op("nemesis", "info", "stop-partition", "network healed")
+    h.op(5, "invoke", "assign", [0], dt_ms=500, seek_to_beginning=True)
+    h.op(5, "ok", "assign", [0])
+    h.op(5, "invoke", "poll", [["poll"]], final=True)
+    h.op(5, "ok", "poll", [["poll", {"0": [[i, i] for i in range(40)]}]], dt_ms=200, final=True)
+    h.write(path / "history.jsonl")
+    write_report(path, {"valid": True, "anomalies": {}})
+    return path
+
+
+PLOTS = "Array.from(document.querySelectorAll('#perf .plot, #unseen .plot'))"
+
+
+def test_plots_zoom_hover_and_label_their_faults(browser: Chromium, tmp_path: Path) -> None:
+    _open(browser, _faulty_run(tmp_path), "report-plots.png")
+    assert browser.errors == []
+    assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
+    # three charts with data; the checker gave no unseen or lag series
+    assert browser.eval(f"{PLOTS}.map(p => p.querySelectorAll('.uplot').length)") == [1, 1, 1, 0, 0]
+    raw, quantiles, rate = _points(browser, "perf")
+    assert raw == 42 and rate == 3 * BUCKETS  # assign, poll and send ops
+    assert 0 < quantiles < 3 * 4 * BUCKETS  # buckets without an op are gaps
+    chart = "document.querySelector('#perf .plot').chart"
+    # log ticks read as round numbers
+    ticks = browser.eval(f"{chart}.axes[1]._values.filter(v => v)")
+    assert {"1", "10", "100", "1k"} <= set(ticks)
+    assert all(re.fullmatch(r"(0\.0*)?[1-9]0*[kMG]?", t) for t in ticks), ticks
+    # the cursor over a chart shows its values in the legend
+    over = "document.querySelector('#perf .plot:nth-of-type(3) .u-over')"
+    browser.eval(
+        f"(() => {{ const o = {over}, r = o.getBoundingClientRect();"
+        " o.dispatchEvent(new MouseEvent('mousemove', {bubbles: true,"
+        " clientX: r.left + r.width / 3, clientY: r.top + r.height / 2})); })()"
+    )
+    shown = browser.eval(
+        "Array.from(document.querySelectorAll('#perf .plot:nth-of-type(3) .u-legend .u-value'))"
+        ".map(v => v.textContent)"
+    )
+    assert len(shown) == 4 and all(re.fullmatch(r"[\d.]+k?", v) for v in shown), shown
+    # every fault has a lane labelled with its nodes, and the final reads are marked
+    browser.eval(
+        "window.drawn = []; const fill = CanvasRenderingContext2D.prototype.fillText;"
+        "CanvasRenderingContext2D.prototype.fillText = function (t, ...a) {"
+        " window.drawn.push(String(t)); return fill.call(this, t, ...a); };"
+        f"{PLOTS}.forEach(p => p.chart && p.chart.redraw())"
+    )
+    drawn = browser.eval("window.drawn")
+    for label in ("kill: n2", "partition majority: n1 | n2 n3", "final reads"):
+        assert drawn.count(label) == 3, label
+    # dragging across a chart zooms in on that time; a double click resets it
+    scale = f"[{chart}.scales.x.min, {chart}.scales.x.max]"
+    full = browser.eval(scale)
+    left, top, width, height = browser.eval(
+        "(() => { const o = document.querySelector('#perf .plot .u-over');"
+        " o.scrollIntoView({block: 'center'}); const r = o.getBoundingClientRect();"
+        " return [r.left, r.top, r.width, r.height]; })()"
+    )
+
+    def mouse(kind: str, at: float, **more: object) -> None:
+        x, y = left + width * at, top + height / 2
+        browser.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, **more)
+
+    mouse("mouseMoved", 0.25)
+    mouse("mousePressed", 0.25, button="left", buttons=1, clickCount=1)
+    mouse("mouseMoved", 0.4, button="left", buttons=1)
+    mouse("mouseReleased", 0.4, button="left", clickCount=1)
+    lo, hi = browser.eval(scale)
+    assert full[0] < lo < hi < full[1] and hi - lo < (full[1] - full[0]) / 4
+    for clicks in (1, 2):
+        mouse("mousePressed", 0.5, button="left", buttons=1, clickCount=clicks)
+        mouse("mouseReleased", 0.5, button="left", clickCount=clicks)
+    assert browser.eval(scale) == full
+    assert browser.errors == []
+
+
+def test_plots_are_sharp_on_a_high_dpi_screen(browser: Chromium, tmp_path: Path) -> None:
+    browser.call(
+        "Emulation.setDeviceMetricsOverride",
+        width=1280,
+        height=900,
+        deviceScaleFactor=2,
+        mobile=False,
+    )
+    try:
+        _open(browser, _faulty_run(tmp_path), "report-plots-2x.png")
+        sizes = browser.eval(
+            "Array.from(document.querySelectorAll('#perf .uplot canvas'))"
+            ".map(c => [c.width, c.getBoundingClientRect().width])"
+        )
+    finally:
+        browser.call("Emulation.clearDeviceMetricsOverride")
+    assert browser.errors == []
+    assert len(sizes) == 3 and all(abs(w - 2 * css) <= 2 for w, css in sizes), sizes

@@ -12,7 +12,7 @@ import pytest
 from harness.cli import main
 from reports import RunError, write_report
 from reports.anomalies import MAX_ROWS
-from reports.render import LAG_STATS, _first_series, _lag_summary
+from reports.render import LAG_STATS, STATIC, UPLOT, _first_series, _lag_summary
 from tests.reports.conftest import HistoryBuilder
 
 BLOB = re.compile(r'<script type="application/json" id="data">(.*?)</script>', re.S)
@@ -29,6 +29,8 @@ def test_report_of_an_invalid_run(make_run) -> None:
     assert "INVALID" in page and "lost-write" in page and "jepka-0/0" in page  # config shown
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # nothing remote
     assert not re.search(r"<(script|link|img)[^>]*\b(src|href)=", page)  # nothing external
+    for vendored in ("uPlot.iife.min.js", "uPlot.min.css"):  # inlined as its package ships it
+        assert (STATIC / UPLOT / vendored).read_text() in page
     data = blob(written.report)
     assert data["verdict"] is False
     assert [s["kind"] for s in data["sections"]] == [
