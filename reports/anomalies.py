@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 
 from checkers.result import anomaly_counts
+from reports.bursts import bursts
 from reports.kinds import explain, instance_ops, is_realtime
 from reports.pairs import Pairs, short
 
 MAX_INSTANCES = 200  # per kind shown in the page; the count is always exact
+MAX_BURSTS = MAX_INSTANCES  # lines per kind; each shows at least one instance
 MAX_ROWS = 20_000  # ops embedded in the history table and timeline
 CONTEXT = 3  # neighbouring rows kept around each op an anomaly names
 VALUE_CHARS = 160
@@ -30,9 +32,10 @@ def stats_of(results: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def anomaly_sections(results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One section per anomaly kind, failing kinds first, with capped instances.
-    The count is the checker's total (``stats.anomaly_counts``) when it gives one,
-    since it may store only the first instances of a kind."""
+    """One section per anomaly kind, failing kinds first, its instances grouped
+    into bursts (see :mod:`reports.bursts`). The count is the checker's total
+    (``stats.anomaly_counts``) when it gives one, since it may store only the
+    first instances of a kind."""
     anomalies = results.get("anomalies") or {}
     allowed = set(results.get("allowed") or ())
     why = results.get("allowed_why") or {}
@@ -40,6 +43,7 @@ def anomaly_sections(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     for kind, instances in anomalies.items():
         instances = list(instances or [])
+        lines, shown = burst_lines(kind, instances)
         out.append(
             {
                 "kind": kind,
@@ -49,11 +53,34 @@ def anomaly_sections(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "why": str(why.get(kind, "")) if isinstance(why, Mapping) else "",
                 "realtime": is_realtime(kind),
                 "explanation": explain(kind),
-                "instances": [instance_view(i) for i in instances[:MAX_INSTANCES]],
+                "instances": [instance_view(instances[i]) for i in shown],
+                "bursts": lines,
+                "unlisted": len(instances) - sum(b["count"] for b in lines),
             }
         )
     out.sort(key=lambda s: (s["allowed"], -s["count"], s["kind"]))
     return out
+
+
+def burst_lines(
+    kind: str, instances: list[Any], budget: int = MAX_INSTANCES, max_lines: int = MAX_BURSTS
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """The first ``max_lines`` bursts of a kind's stored instances as the page's
+    lines, and which instances the page embeds (at most ``budget``, in line
+    order). Every line embeds its first instance, so a lone instance still reads
+    as its sentence; the rest of the budget goes to the lines in order. A line's
+    ``first`` and ``shown`` say which of the embedded instances are its own."""
+    groups = bursts(instances)[:max_lines]
+    spare = budget - len(groups)
+    lines, shown = [], []
+    for g in groups:
+        take = 1 + max(0, min(len(g.members) - 1, spare))
+        spare -= take - 1
+        lines.append(
+            {"label": g.label(kind), "count": len(g.members), "first": len(shown), "shown": take}
+        )
+        shown += g.members[:take]
+    return lines, shown
 
 
 def instance_view(instance: Any) -> dict[str, Any]:

@@ -119,23 +119,38 @@ function initHistory() {
   applyFilters();
 }
 
-/* ---- anomalies ---- */
+/* ---- anomalies: one line per burst, a burst opens on its instances ---- */
+function instanceItem(s, i) {
+  var inst = s.instances[i];
+  var li = el("li", {"class": "instance", id: instanceId(s, i)});
+  li.appendChild(el("span", {}, (inst.explanation || "") + " "));
+  if (inst.ops.length) {
+    li.appendChild(el("span", {"class": "muted small"}, "ops: "));
+    inst.ops.forEach(function (o) { li.appendChild(opLink(o)); });
+  }
+  var rest = Object.keys(inst.fields).filter(function (k) { return k !== "ops"; });
+  if (rest.length) {
+    li.appendChild(el("div", {"class": "val muted"}, rest.map(function (k) {
+      return k + "=" + inst.fields[k];
+    }).join("  ")));
+  }
+  return li;
+}
+
+function instanceId(s, i) { return "inst-" + D.sections.indexOf(s) + "-" + i; }
+
 function initAnomalies() {
   D.sections.forEach(function (s) {
     var ol = document.querySelector('ol.instances[data-kind="' + CSS.escape(s.kind) + '"]');
-    s.instances.forEach(function (inst) {
-      var li = el("li");
-      li.appendChild(el("span", {}, (inst.explanation || "") + " "));
-      if (inst.ops.length) {
-        li.appendChild(el("span", {"class": "muted small"}, "ops: "));
-        inst.ops.forEach(function (o) { li.appendChild(opLink(o)); });
-      }
-      var rest = Object.keys(inst.fields).filter(function (k) { return k !== "ops"; });
-      if (rest.length) {
-        li.appendChild(el("div", {"class": "val muted"}, rest.map(function (k) {
-          return k + "=" + inst.fields[k];
-        }).join("  ")));
-      }
+    s.bursts.forEach(function (b) {
+      if (b.label === null) { ol.appendChild(instanceItem(s, b.first)); return; }
+      var li = el("li", {"class": "burst"}), det = el("details"), body = el("ol");
+      det.appendChild(el("summary", {}, b.label));
+      for (var i = b.first; i < b.first + b.shown; i++) body.appendChild(instanceItem(s, i));
+      det.appendChild(body);
+      if (b.shown < b.count) det.appendChild(el("p", {"class": "muted small"}, (b.count - b.shown) +
+        " more of this burst are in results.json, not in this page."));
+      li.appendChild(det);
       ol.appendChild(li);
     });
   });

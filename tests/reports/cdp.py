@@ -115,8 +115,17 @@ class Chromium:
             raise RuntimeError(f"{expression}: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")
 
-    def screenshot(self, path: Path) -> Path:
-        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+    def screenshot(self, path: Path, selector: str | None = None) -> Path:
+        """The whole page, or only the element ``selector`` finds."""
+        clip = {}
+        if selector is not None:
+            box = self.eval(
+                f"(() => {{ const r = document.querySelector({json.dumps(selector)})"
+                ".getBoundingClientRect(); return {x: r.left + scrollX, y: r.top + scrollY,"
+                " width: r.width, height: r.height, scale: 1}; })()"
+            )
+            clip = {"clip": box}
+        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, **clip)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data["data"]))
         return path

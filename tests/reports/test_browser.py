@@ -280,3 +280,44 @@ def test_plots_are_sharp_on_a_high_dpi_screen(browser: Chromium, tmp_path: Path)
         browser.call("Emulation.clearDeviceMetricsOverride")
     assert browser.errors == []
     assert len(sizes) == 3 and all(abs(w - 2 * css) <= 2 for w, css in sizes), sizes
+
+
+def test_a_burst_of_lost_writes_reads_as_one_line(browser: Chromium, tmp_path: Path) -> None:
+    """21 writes lost at offsets 19-39 of key 0 and one more on key 1: two lines,
+    the burst's count and range in its summary, its instances inside."""
+    history = HistoryBuilder()
+    writers = {}
+    for v in range(60):
+        key = 1 if v == 50 else 0
+        history.op(0, "invoke", "send", [["send", key, v]])
+        writers[v] = history.op(0, "ok", "send", [["send", key, [v, v]]])
+    history.write(tmp_path / "history.jsonl")
+    lost = [
+        {
+            "key": 1 if v == 50 else 0,
+            "offset": v,
+            "value": v,
+            "writer": {"index": writers[v], "process": "0"},
+            "explanation": f"op {writers[v]} (process 0) sent {v}; no OK poll ever saw it.",
+        }
+        for v in [*range(19, 40), 50]
+    ]
+    results = {"valid": False, "anomalies": {"lost-write": lost}}
+    write_report(tmp_path, results)
+    _open(browser, tmp_path, "report-bursts.png")
+    assert browser.errors == []
+    lines = "document.querySelectorAll('#kind-lost-write ol.instances > li')"
+    assert browser.eval(f"{lines}.length") == 2
+    summary = "#kind-lost-write li.burst summary"
+    assert browser.eval(f"document.querySelector('{summary}').textContent") == (
+        "21 lost-write instances on key 0, offsets 19\u201339"
+    )
+    details = "document.querySelector('#kind-lost-write li.burst details')"
+    assert not browser.eval(f"{details}.open")
+    browser.eval(f"document.querySelector('{summary}').click()")
+    assert browser.eval(f"{details}.open")
+    assert browser.eval(f"{details}.querySelectorAll('li.instance').length") == 21
+    browser.screenshot(ARTIFACTS / "report-bursts-open.png", "#anomalies")
+    assert browser.eval("document.querySelector('#summary-table td.num').textContent") == str(
+        anomaly_counts(results)["lost-write"]
+    )
