@@ -43,6 +43,7 @@ from reports.series import (
     stat_series,
     throughput,
 )
+from reports.timeline import fault_lanes, final_phase
 
 PACKAGE = Path(__file__).parent
 STATIC = PACKAGE / "static"
@@ -114,6 +115,7 @@ def report_data(run: Run) -> dict[str, Any]:
         "cycles": cycles,
         "linear": linearizability(key_labels(pairs, run.config), cycles, results),
         "nodes": node_events(run.path, _started_at(run.config)),
+        "timeline": {"lanes": fault_lanes(faults), "final": final_phase(run.config, end)},
         "stats": {k: short(v, 400) for k, v in stats.items()},
         "timings": results.get("timings") or {},
     }

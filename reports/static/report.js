@@ -332,52 +332,221 @@ function initLinear() {
   });
 }
 
-/* ---- timeline per process ---- */
+/* ---- timeline: one lane per process, one per fault kind, the final phase compressed ---- */
+var TL = {L: 96, R: 12, LH: 20, BAR: 14, FINAL_SHARE: 0.2, TOL: 4};
+
+/* Seconds → x, piecewise linear: the main phase gets the width it needs, the
+   final phase at most FINAL_SHARE of it (then drawn at a smaller scale). */
+function timeScale(end, finalAt, width) {
+  var plotW = width - TL.L - TL.R, main = finalAt === null ? end : finalAt;
+  var natural = finalAt === null ? 0 : (end - finalAt) / end * plotW;
+  var finalW = Math.min(natural, TL.FINAL_SHARE * plotW), mainW = plotW - finalW;
+  var x = function (t) {
+    return t <= main ? TL.L + t / main * mainW : TL.L + mainW + (t - main) / (end - main) * finalW;
+  };
+  x.main = main; x.split = TL.L + mainW; x.squeeze = finalW > 0 ? natural / finalW : 1;
+  return x;
+}
+
+/* Round tick values between lo and hi, about n of them. */
+function timeTicks(lo, hi, n) {
+  if (!(hi > lo)) return [lo];
+  var step = Math.pow(10, Math.floor(Math.log10((hi - lo) / n))), err = (hi - lo) / n / step;
+  step *= err >= 7.5 ? 10 : err >= 3.5 ? 5 : err >= 1.5 ? 2 : 1;
+  var out = [];
+  for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
+  return out;
+}
+
+function seconds(t) { return t === null ? "never" : t.toFixed(3) + " s"; }
+
+function opTip(r, inst) {
+  var idx = T.invoke[r] >= 0 ? T.invoke[r] : T.complete[r];
+  var lines = ["op " + idx + (T.complete[r] >= 0 && T.invoke[r] >= 0 ? "→" + T.complete[r] : "") +
+    " · process " + T.process[r] + " · " + T.f[r] + " · " + T.type[r],
+    "value " + (T.value[r].length > 120 ? T.value[r].slice(0, 119) + "…" : T.value[r]),
+    "invoked " + seconds(T.t0[r]) + ", completed " + seconds(T.t1[r]) +
+    (T.t1[r] === null ? "" : " (" + ((T.t1[r] - T.t0[r]) * 1000).toFixed(1) + " ms)")];
+  if (T.error[r]) lines.push("error " + T.error[r]);
+  if (inst.length) lines.push("in " + inst.map(function (x) { return x.kind; }).join(", ") +
+    " (click to show)");
+  return lines.join("\n");
+}
+
+/* Which instances (section, position) name each history index. */
+function instancesByOp() {
+  var out = {};
+  D.sections.forEach(function (s) {
+    s.instances.forEach(function (inst, i) {
+      inst.ops.forEach(function (o) { (out[o] = out[o] || []).push({kind: s.kind, id: instanceId(s, i)}); });
+    });
+  });
+  return out;
+}
+
+/* Opens the burst holding an instance, scrolls to it and marks it. */
+function revealInstance(id) {
+  var li = document.getElementById(id);
+  for (var p = li.parentElement; p; p = p.parentElement) if (p.tagName === "DETAILS") p.open = true;
+  document.querySelectorAll("#anomalies li.hl").forEach(function (x) { x.classList.remove("hl"); });
+  li.classList.add("hl");
+  li.scrollIntoView({block: "center"});
+}
+
+function timelineHeader(box, x, end, width) {
+  var axis = el("div", {"class": "tl-row tl-axis"});
+  axis.appendChild(el("span", {"class": "tl-label"}, "seconds"));
+  var ticks = timeTicks(0, x.main, Math.max(2, Math.round((x.split - TL.L) / 90)));
+  if (x.main < end) ticks = ticks.concat(timeTicks(x.main, end, Math.max(1, Math.round((width - TL.R - x.split) / 90))));
+  var last = -Infinity;
+  ticks.forEach(function (v) {
+    if (x(v) - last < 40) return;  /* where the scales meet, ticks would overlap */
+    last = x(v);
+    var t = el("span", {"class": "tl-tick"}, +v.toPrecision(6)); t.style.left = last + "px"; axis.appendChild(t);
+  });
+  box.appendChild(axis);
+  var phases = el("div", {"class": "tl-row tl-phases"});
+  phases.appendChild(el("span", {"class": "tl-label"}, "phase"));
+  var main = el("span", {"class": "tl-phase"}, "main phase, 0–" + +x.main.toPrecision(6) + " s");
+  main.style.left = TL.L + "px"; main.style.width = (x.split - TL.L) + "px";
+  phases.appendChild(main);
+  if (x.main < end) {
+    var fin = el("span", {"class": "tl-phase tl-final"}, "final phase, " + +x.main.toPrecision(6) + "–" +
+      +end.toPrecision(6) + " s" + (x.squeeze > 1.01 ? ", compressed ×" + x.squeeze.toFixed(1) : ""));
+    fin.style.left = x.split + "px"; fin.style.width = (width - TL.R - x.split) + "px";
+    var note = "The final phase begins at the test's time limit, " + x.main + " s: the nemesis heals, " +
+      "the run waits for recovery and polls every key once more. " + (x.squeeze > 1.01 ? "It is drawn " +
+      x.squeeze.toFixed(1) + " times narrower than the main phase, so that it cannot crowd the axis; " +
+      "mind the change of scale at the dashed line." : "It is drawn at the main phase's scale.");
+    hoverTip(fin, note);
+    phases.appendChild(fin);
+    box.parentNode.insertBefore(el("p", {"class": "small tl-note"}, note), box);
+  }
+  box.appendChild(phases);
+  D.timeline.lanes.forEach(function (lane) {
+    var row = el("div", {"class": "tl-row tl-nemesis", "data-kind": lane.kind});
+    row.appendChild(el("span", {"class": "tl-label"}, lane.kind));
+    lane.faults.forEach(function (f) {
+      var x0 = x(f.start), x1 = x(f.end === null ? end : f.end);
+      var bar = el("span", {"class": "tl-fault", "data-nodes": f.nodes.join(" ")}, f.label);
+      bar.style.left = x0 + "px"; bar.style.width = Math.max(3, x1 - x0) + "px";
+      bar.style.background = "var(--" + lane.kind + ", var(--other))";
+      hoverTip(bar, f.f + " " + f.label + "\n" + seconds(f.start) + " → " +
+        (f.end === null ? "not healed" : seconds(f.end)) + "\n" + f.value);
+      row.appendChild(bar);
+    });
+    box.appendChild(row);
+  });
+}
+
 function initTimeline() {
-  var body = document.getElementById("timeline-body");
-  var procs = {}, names = [];
-  for (var r = 0; r < NROWS; r++) if (!(T.process[r] in procs)) { procs[T.process[r]] = 0; names.push(T.process[r]); }
+  var body = document.getElementById("timeline-body"), end = D.end || 1;
+  var width = Math.max(700, body.clientWidth), finalAt = D.timeline.final;
+  var x = timeScale(end, finalAt, width);
+  if (NROWS < D.summary.ops) body.appendChild(el("p", {"class": "small"}, "It draws the " + NROWS + " of " +
+    D.summary.ops + " operations this page holds: those anomalies name, their neighbours, then the start " +
+    "of the history."));
+  var box = el("div", {"class": "tl"});
+  box.style.width = width + "px";
+  body.appendChild(box);
+  timelineHeader(box, x, end, width);
+  /* lanes of processes, each lane's rows by start time (one process runs one op at a time) */
+  var laneOf = {}, names = [];
+  for (var r = 0; r < NROWS; r++) if (!(T.process[r] in laneOf)) { laneOf[T.process[r]] = []; names.push(T.process[r]); }
   names.sort(function (a, b) { return (+a) - (+b) || (a < b ? -1 : a > b ? 1 : 0); });
-  names.forEach(function (p, i) { procs[p] = i; });
-  var LH = 12, L = 60, W = 1100, H = Math.max(40, names.length * LH + 30), end = D.end || 1;
-  var cv = el("canvas", {width: W, height: H, id: "timeline-canvas"});
-  body.appendChild(cv);
-  cv.dataset.points = NROWS;
-  var ctx = cv.getContext("2d"), sx = function (t) { return L + t / end * (W - L - 10); };
-  ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, W, H);
-  D.faults.forEach(function (b) {
-    ctx.fillStyle = BAND_COLORS[b.kind] || BAND_COLORS.other; ctx.globalAlpha = 0.6;
-    ctx.fillRect(sx(b.start), 0, Math.max(1, sx(b.end === null ? end : b.end) - sx(b.start)), H - 20);
+  var lanes = names.map(function (p) { return laneOf[p]; });
+  for (r = 0; r < NROWS; r++) laneOf[T.process[r]].push(r);
+  lanes.forEach(function (rows) { rows.sort(function (a, b) { return T.t0[a] - T.t0[b]; }); });
+  var laneIndex = {};
+  names.forEach(function (p, i) { laneIndex[p] = i; });
+  var scroll = el("div", {"class": "tl-scroll"}), H = Math.max(TL.LH, names.length * TL.LH);
+  var dpr = window.devicePixelRatio || 1;
+  var cv = el("canvas", {width: width * dpr, height: H * dpr, id: "timeline-canvas"});
+  cv.style.width = width + "px"; cv.style.height = H + "px";
+  scroll.appendChild(cv);
+  box.appendChild(scroll);
+  var ctx = cv.getContext("2d"), css = getComputedStyle(document.documentElement);
+  ctx.scale(dpr, dpr);
+  ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, width, H);
+  for (var i = 1; i < names.length; i += 2) { ctx.fillStyle = "#f6f6f6"; ctx.fillRect(TL.L, i * TL.LH, width, TL.LH); }
+  D.timeline.lanes.forEach(function (lane) {
+    ctx.fillStyle = (css.getPropertyValue("--" + lane.kind) || css.getPropertyValue("--other")).trim();
+    ctx.globalAlpha = 0.35;
+    lane.faults.forEach(function (f) {
+      ctx.fillRect(x(f.start), 0, Math.max(1, x(f.end === null ? end : f.end) - x(f.start)), H);
+    });
     ctx.globalAlpha = 1;
   });
-  ctx.font = "10px sans-serif";
-  names.forEach(function (p, i) { ctx.fillStyle = "#333"; ctx.fillText("p" + p, 2, i * LH + 10); });
+  if (finalAt !== null) {
+    ctx.fillStyle = "rgba(90, 90, 160, 0.08)"; ctx.fillRect(x.split, 0, width - TL.R - x.split, H);
+    ctx.strokeStyle = "#5a5aa0"; ctx.setLineDash([4, 3]);
+    ctx.beginPath(); ctx.moveTo(x.split, 0); ctx.lineTo(x.split, H); ctx.stroke(); ctx.setLineDash([]);
+  }
+  ctx.font = "11px system-ui, sans-serif"; ctx.fillStyle = "#333";
+  names.forEach(function (p, i) { ctx.fillText("process " + p, 4, i * TL.LH + 14); });
+  var byOp = instancesByOp(), marked = [];
+  var instOf = function (r) { return (byOp[T.invoke[r]] || []).concat(byOp[T.complete[r]] || []); };
+  var span = function (r) {
+    var x0 = x(T.t0[r]);
+    return [x0, Math.max(x0 + 2, x(T.t1[r] === null ? end : T.t1[r]))];
+  };
+  var top = function (r) { return laneIndex[T.process[r]] * TL.LH + (TL.LH - TL.BAR) / 2; };
   for (r = 0; r < NROWS; r++) {
-    var x0 = sx(T.t0[r]), x1 = sx(T.t1[r] === null ? end : T.t1[r]);
+    var s = span(r);
     ctx.fillStyle = TYPE_COLORS[T.type[r]] || "#999";
-    ctx.fillRect(x0, procs[T.process[r]] * LH + 2, Math.max(1, x1 - x0), LH - 3);
+    ctx.fillRect(s[0], top(r), s[1] - s[0], TL.BAR);
+    if (instOf(r).length) marked.push(r);
   }
-  ctx.fillStyle = "#333";
-  niceTicks(0, end, 10).forEach(function (v) { ctx.fillText(fmt(v) + "s", sx(v), H - 6); });
-  cv.addEventListener("click", function (ev) {
-    var rect = cv.getBoundingClientRect(), scale = W / rect.width;
-    var x = (ev.clientX - rect.left) * scale, lane = Math.floor((ev.clientY - rect.top) * scale / LH);
-    var t = (x - L) / (W - L - 10) * end, best = -1, bestd = Infinity;
-    for (var r = 0; r < NROWS; r++) {
-      if (procs[T.process[r]] !== lane) continue;
-      var t1 = T.t1[r] === null ? end : T.t1[r];
-      var d = t < T.t0[r] ? T.t0[r] - t : (t > t1 ? t - t1 : 0);
-      if (d < bestd) { bestd = d; best = r; }
-    }
-    if (best >= 0) showOp(T.invoke[best] >= 0 ? T.invoke[best] : T.complete[best]);
+  ctx.strokeStyle = "#b71c1c"; ctx.lineWidth = 2;
+  marked.forEach(function (r) {
+    var s = span(r);
+    ctx.fillStyle = "#e53935"; ctx.fillRect(s[0], top(r), s[1] - s[0], TL.BAR);
+    ctx.strokeRect(s[0] - 1, top(r) - 1, s[1] - s[0] + 2, TL.BAR + 2);
   });
-  if (D.faults.length) {
-    var legend = el("div", {"class": "legend"});
-    D.faults.forEach(function (b) {
-      legend.appendChild(el("span", {}, b.f + " " + fmt(b.start) + "–" + (b.end === null ? "end" : fmt(b.end)) + "s " + b.value));
-    });
-    body.appendChild(legend);
-  }
+  cv.dataset.points = NROWS;
+  cv.dataset.marked = marked.length;
+
+  /* The row drawn under a point of the canvas (CSS pixels), or -1: of the bars
+     within TOL pixels, a marked one (drawn on top), else the nearest. A
+     lane's bars do not overlap, so those near px lie around the last bar
+     starting at or before it. */
+  var rowAt = function (px, py) {
+    var rows = lanes[Math.floor(py / TL.LH)] || [], lo = 0, hi = rows.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (span(rows[mid])[0] <= px) lo = mid + 1; else hi = mid; }
+    var best = -1, bestd = Infinity, j;
+    var weigh = function (r) {
+      var sp = span(r), d = px < sp[0] ? sp[0] - px : px > sp[1] ? px - sp[1] : 0;
+      if (d > TL.TOL) return false;
+      if (instOf(r).length) d -= TL.TOL + 1;
+      if (d < bestd) { bestd = d; best = r; }
+      return true;
+    };
+    for (j = lo - 1; j >= 0 && weigh(rows[j]); j--);
+    for (j = lo; j < rows.length && weigh(rows[j]); j++);
+    return best;
+  };
+  var pointed = function (ev) {
+    var rect = cv.getBoundingClientRect();
+    return rowAt(ev.clientX - rect.left, ev.clientY - rect.top);
+  };
+  cv.addEventListener("mousemove", function (ev) {
+    var r = pointed(ev);
+    cv.style.cursor = r < 0 ? "default" : "pointer";
+    if (r < 0) { tip.style.display = "none"; return; }
+    tip.textContent = opTip(r, instOf(r)); tip.style.display = "block";
+    tip.style.left = (ev.clientX + 12) + "px"; tip.style.top = (ev.clientY + 12) + "px";
+  });
+  cv.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+  cv.addEventListener("click", function (ev) {
+    var r = pointed(ev), inst = r < 0 ? [] : instOf(r);
+    if (inst.length) revealInstance(inst[0].id);
+    else if (r >= 0) showOp(T.invoke[r] >= 0 ? T.invoke[r] : T.complete[r]);
+  });
+  /* where an op's bar is, in client coordinates (the browser tests point at ops with it) */
+  cv.where = function (index) {
+    var r = rowOf[index], s = span(r), rect = cv.getBoundingClientRect();
+    return {x: rect.left + (s[0] + s[1]) / 2, y: rect.top + top(r) + TL.BAR / 2};
+  };
 }
 
 /* ---- plots ---- */

@@ -16,7 +16,7 @@ from checkers.result import anomaly_counts
 from reports import write_report
 from reports.series import BUCKETS
 from tests.reports.cdp import CHROMIUM, Chromium
-from tests.reports.conftest import HistoryBuilder
+from tests.reports.conftest import HistoryBuilder, queue_history
 
 pytestmark = [
     pytest.mark.browser,
@@ -113,6 +113,8 @@ def test_history_table_paginates_and_filters(browser: Chromium, tmp_path: Path) 
     )
     assert browser.eval(page) == "page 1 of 1"
     assert browser.eval("document.querySelectorAll('#history-table tbody tr').length") == 25
+    # the timeline draws its 250 ops on one canvas, not as elements of the page
+    assert browser.eval("document.querySelectorAll('#timeline-body *').length") < 20
 
 
 def test_a_wide_offsets_view_scrolls_inside_the_page(browser: Chromium, tmp_path: Path) -> None:
@@ -320,4 +322,48 @@ def test_a_burst_of_lost_writes_reads_as_one_line(browser: Chromium, tmp_path: P
     browser.screenshot(ARTIFACTS / "report-bursts-open.png", "#anomalies")
     assert browser.eval("document.querySelector('#summary-table td.num').textContent") == str(
         anomaly_counts(results)["lost-write"]
+    )
+
+
+def test_the_timeline_names_faults_marks_anomalies_and_the_final_phase(
+    browser: Chromium, make_run
+) -> None:
+    """The invalid run with a 30 ms time limit: the last ~45 ms are the final
+    phase, which the axis labels and squeezes."""
+    run = make_run(lose=True)
+    test = json.loads((run / "test.json").read_text())
+    test["spec"]["time_limit"] = 0.03
+    (run / "test.json").write_text(json.dumps(test))
+    _open(browser, run, "report-timeline.png")
+    assert browser.errors == []
+    faults = browser.eval(
+        "Array.from(document.querySelectorAll('#timeline .tl-nemesis'))"
+        ".map(l => [l.dataset.kind,"
+        " Array.from(l.querySelectorAll('.tl-fault'), f => f.textContent)])"
+    )
+    assert faults == [["partition", ["n1 \u27c2 n2 n3"]]]
+    final = browser.eval("document.querySelector('#timeline .tl-final').textContent")
+    assert final.startswith("final phase, 0.03\u2013") and "compressed" in final
+    note = "document.querySelector('#timeline .tl-note').textContent"
+    assert browser.eval(note).startswith("The final phase begins at the test's time limit, 0.03 s")
+    canvas = "document.getElementById('timeline-canvas')"
+    # the lost write and its reader, the real-time cycle's txns, the G0 cycle's txns
+    assert browser.eval(f"+{canvas}.dataset.marked") == 6
+    browser.eval(f"{canvas}.scrollIntoView({{block: 'center'}})")
+    writer = queue_history(True)[1]["send-3"]
+    at = browser.eval(f"{canvas}.where({writer})")
+    browser.call("Input.dispatchMouseEvent", type="mouseMoved", x=at["x"], y=at["y"])
+    tip = browser.eval("document.getElementById('tip').textContent")
+    assert tip.startswith(f"op {writer - 1}\u2192{writer} \u00b7 process 0 \u00b7 send \u00b7 ok")
+    assert "invoked " in tip and "in lost-write" in tip
+    browser.screenshot(ARTIFACTS / "report-timeline-hover.png", "#timeline")
+    for kind in ("mousePressed", "mouseReleased"):
+        browser.call(
+            "Input.dispatchMouseEvent", type=kind, x=at["x"], y=at["y"], button="left", clickCount=1
+        )
+    shown = "document.querySelector('#anomalies li.hl')"
+    assert browser.eval(f"{shown}.closest('.kind').id") == "kind-lost-write"
+    assert browser.eval(
+        f"(() => {{ const r = {shown}.getBoundingClientRect();"
+        " return r.top >= 0 && r.bottom <= innerHeight; })()"
     )
