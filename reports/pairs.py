@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from history import FLAT_SCHEMA, read_flat
 from history.op import NEMESIS
@@ -38,8 +37,6 @@ FAULT_VERBS: dict[str, tuple[str, str]] = {
 }
 # Faults that happen at one instant (no stop op): drawn as a thin band.
 INSTANT_FAULTS: dict[str, str] = {"lose-unfsynced": "disk", "strobe-clock": "clock"}
-# Op fields that mark an invoke of the final reads (workloads.generators.CatchUp).
-FINAL_MARKS = ("final", "seek_to_beginning")
 
 
 @dataclass(slots=True)
@@ -110,7 +107,6 @@ class Pairs:
     error: list[str | None]
     shown: np.ndarray  # op position whose contents the row shows (completion, else invoke)
     flat: Flat
-    final: np.ndarray  # bool: the invoke is one of the final reads (see FINAL_MARKS)
 
     def __len__(self) -> int:
         return len(self.f)
@@ -214,7 +210,6 @@ def fold(table: pa.Table) -> tuple[Pairs, list[Fault], float]:
         + [_error(errors[p]) for p in lone],
         shown=np.concatenate([np.where(completed, done_pos, inv), lone]).astype(np.int64),
         flat=flat,
-        final=np.concatenate([_final(head["extra"], inv), np.zeros(len(lone), dtype=bool)]),
     )
     if len(lone):
         order = np.argsort(np.where(pairs.invoke >= 0, pairs.invoke, pairs.complete), kind="stable")
@@ -226,24 +221,9 @@ def fold(table: pa.Table) -> tuple[Pairs, list[Fault], float]:
 
 
 def _reorder(pairs: Pairs, order: np.ndarray) -> None:
-    for name in ("invoke", "complete", "t0", "t1", "process", "f", "type", "shown", "final"):
+    for name in ("invoke", "complete", "t0", "t1", "process", "f", "type", "shown"):
         setattr(pairs, name, getattr(pairs, name)[order])
     pairs.error = [pairs.error[i] for i in order.tolist()]
-
-
-def _final(extra: pa.ChunkedArray, ops: np.ndarray) -> np.ndarray:
-    """Whether each of ``ops`` (positions in ``extra``) carries a final-read mark.
-    Only the extras whose text names a mark are parsed, so a long history stays cheap."""
-    texts = extra.take(pa.array(ops, type=pa.int64()))
-    named = np.zeros(len(ops), dtype=bool)
-    for mark in FINAL_MARKS:
-        hit = pc.match_substring(texts, f'"{mark}"').fill_null(False)
-        named |= np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
-    out = np.zeros(len(ops), dtype=bool)
-    for i in np.flatnonzero(named).tolist():
-        fields = json.loads(texts[i].as_py())
-        out[i] = any(fields.get(m) for m in FINAL_MARKS)
-    return out
 
 
 def _error(raw: str | None) -> str | None:

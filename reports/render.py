@@ -36,8 +36,6 @@ from reports.orders import offset_diagrams
 from reports.pairs import Pairs, load_pairs, short
 from reports.run import Run, RunError, load_run
 from reports.series import (
-    fault_labels,
-    final_start,
     latency_quantiles,
     latency_raw,
     stat_series,
@@ -103,8 +101,6 @@ def report_data(run: Run) -> dict[str, Any]:
         "table": table_columns(pairs, rows),
         "end": end,
         "faults": [f.to_json() for f in faults],
-        "fault_lanes": fault_labels(faults),
-        "final_start": final_start(pairs),
         "latency_raw": latency_raw(pairs),
         "latency_quantiles": latency_quantiles(pairs, end),
         "throughput": throughput(pairs, end),

@@ -12,13 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from reports.pairs import Fault, Pairs
+from reports.pairs import Pairs
 
 MAX_POINTS = 2000  # per series, after downsampling
 BUCKETS = 200  # time buckets for quantiles and throughput
 QUANTILES = (0.5, 0.95, 0.99, 1.0)
-#: the fields of a nemesis op's completion that list the nodes it acted on
-NODE_FIELDS = ("killed", "paused", "nodes", "cut", "targets")
 
 
 def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
@@ -142,67 +140,6 @@ def stat_series(
         keep = downsample(x, y, max_points)
         out.append({"name": sk, "x": _r(x[keep]), "y": _r(y[keep])})
     return out
-
-
-def final_start(pairs: Pairs) -> float | None:
-    """When the final reads began (the first one's invocation), or ``None`` in a
-    history without them: the plots shade from there on, as recovery, not load."""
-    t0 = pairs.t0[pairs.final]
-    return float(t0.min()) if len(t0) else None
-
-
-def fault_labels(faults: Sequence[Fault]) -> list[dict[str, Any]]:
-    """Each fault as its plot lane shows it: when, its kind, the nodes it hit,
-    and a one-line label of those (never the nemesis op's raw value)."""
-    out = []
-    for fault in faults:
-        nodes, how, where = _fault_nodes(fault.value)
-        out.append(
-            {
-                "kind": fault.kind,
-                "start": fault.start,
-                "end": fault.end,
-                "nodes": nodes,
-                "label": " ".join(filter(None, (fault.f.removeprefix("start-"), how)))
-                + (f": {where}" if where else ""),
-            }
-        )
-    return out
-
-
-def _fault_nodes(value: Any) -> tuple[list[str], str, str]:
-    """(nodes hit, how, where) from a fault's value: faults list nodes under a
-    known field; a partition's grudge (under ``grudge``, or alone) reads as its
-    sides (``n1 n3 | n2``)."""
-    if not isinstance(value, Mapping):
-        return [], value if isinstance(value, str) else "", ""
-    how = value.get("kind") if isinstance(value.get("kind"), str) else ""
-    for field in NODE_FIELDS:
-        nodes = value.get(field)
-        if isinstance(nodes, list) and nodes:
-            names = [str(n) for n in nodes]
-            return names, how, " ".join(names)
-    grudge = value.get("grudge")
-    if grudge is None and value and all(isinstance(v, list) for v in value.values()):
-        grudge = value  # a bare grudge, as Jepsen's partitioner records it
-    if isinstance(grudge, Mapping):
-        sides = _sides(grudge)
-        return sorted(n for side in sides for n in side), how, " | ".join(map(" ".join, sides))
-    return [], how, ""
-
-
-def _sides(grudge: Mapping[str, Any]) -> list[list[str]]:
-    """A grudge (node → nodes it drops) as groups with no cut link inside any
-    group, smallest first; nodes on no cut link are left out."""
-    cut = {frozenset((str(a), str(b))) for a, bs in grudge.items() for b in bs or () if a != b}
-    groups: list[list[str]] = []
-    for node in sorted({n for link in cut for n in link}):
-        group = next((g for g in groups if all(frozenset((node, m)) not in cut for m in g)), None)
-        if group is None:
-            groups.append([node])
-        else:
-            group.append(node)
-    return sorted(groups, key=len)
 
 
 def _edges(end: float, buckets: int) -> tuple[np.ndarray, float]:

@@ -1,6 +1,6 @@
 /* The report's plots, drawn by uPlot (vendor/uplot, inlined before this file):
    zoom by dragging (double-click resets), values under the cursor in the legend,
-   one labelled lane per fault above the data, the final reads shaded.
+   one labelled lane per fault above the data, the final phase shaded.
    Also the small helpers the rest of the page shares. */
 "use strict";
 var PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
@@ -138,9 +138,10 @@ function lanesPlugin(items, lanes) {
   }};
 }
 
-/* plot(container, {title, series: [{name, n, x, y}], lanes, final, mode: "points"|"lines",
-   xlabel, ylabel, logy, xmax, empty}) draws one chart into a new .plot box and returns
-   the box; its data-points says how many points it shows. A null y is a gap. */
+/* plot(container, {title, series: [{name, n, x, y}], faults: [{kind, start, end, title}],
+   final, mode: "points"|"lines", xlabel, ylabel, logy, xmax, empty}) draws one chart into
+   a new .plot box and returns the box; its data-points says how many points it shows.
+   A null y is a gap; a fault's lane bar is labelled with its title. */
 function plot(container, spec) {
   var box = el("div", {"class": "plot"});
   if (spec.title) box.appendChild(el("h3", {}, spec.title));
@@ -158,9 +159,11 @@ function plot(container, spec) {
     return box;
   }
   xmax = xmax || 1;
-  var items = (spec.lanes || []).map(function (b) { return Object.assign({}, b); });
+  var items = (spec.faults || []).map(function (f) {
+    return {kind: f.kind, start: f.start, end: f.end, label: f.title};
+  });
   if (spec.final !== null && spec.final !== undefined) {
-    items.push({kind: "final", start: spec.final, end: null, label: "final reads"});
+    items.push({kind: "final", start: spec.final, end: null, label: "final phase"});
   }
   var width = Math.max(300, box.clientWidth);
   var lanes = packLanes(items, xmax, width - 80);

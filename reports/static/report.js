@@ -552,7 +552,10 @@ function initTimeline() {
 /* ---- plots ---- */
 function initPlots() {
   var perf = document.getElementById("perf-body"), un = document.getElementById("unseen-body");
-  var common = {lanes: D.fault_lanes, final: D.final_start, xmax: D.end, xlabel: "time (s)",
+  /* the timeline's faults, every kind in order of start, so lanes pack as they happened */
+  var faults = [].concat.apply([], D.timeline.lanes.map(function (lane) { return lane.faults; }));
+  faults.sort(function (a, b) { return a.start - b.start; });
+  var common = {faults: faults, final: D.timeline.final, xmax: D.end, xlabel: "time (s)",
                 mode: "lines"};
   [[perf, {title: "Latency, raw (downsampled: each bucket's fastest and slowest op)",
      series: D.latency_raw, mode: "points", ylabel: "latency (ms)", logy: true,

@@ -174,7 +174,8 @@ def test_the_run_index_filters_and_sorts(browser: Chromium, make_run, tmp_path: 
 
 def _faulty_run(path: Path) -> Path:
     """Sends with latencies over four decades, under a kill and an overlapping
-    majority partition, then the final reads."""
+    majority partition, then the final phase from the test's time limit: the
+    heal and the final reads."""
     h = HistoryBuilder()
     h.op("nemesis", "invoke", "kill", "one")
     h.op("nemesis", "info", "kill", {"killed": ["n2"]})
@@ -188,6 +189,7 @@ def _faulty_run(path: Path) -> Path:
             h.op("nemesis", "info", "start", {"started": ["n2"]})
         h.op(i % 3, "invoke", "send", [["send", 0, i]])
         h.op(i % 3, "ok", "send", [["send", 0, [i, i]]], dt_ms=(1, 30, 300, 3000)[i % 4])
+    time_limit = h.time / 1e9
     h.op("nemesis", "invoke", "stop-partition")
     h.op("nemesis", "info", "stop-partition", "network healed")
     h.op(5, "invoke", "assign", [0], dt_ms=500, seek_to_beginning=True)
@@ -195,6 +197,7 @@ def _faulty_run(path: Path) -> Path:
     h.op(5, "invoke", "poll", [["poll"]], final=True)
     h.op(5, "ok", "poll", [["poll", {"0": [[i, i] for i in range(40)]}]], dt_ms=200, final=True)
     h.write(path / "history.jsonl")
+    (path / "test.json").write_text(json.dumps({"spec": {"time_limit": time_limit}}))
     write_report(path, {"valid": True, "anomalies": {}})
     return path
 
@@ -228,7 +231,7 @@ def test_plots_zoom_hover_and_label_their_faults(browser: Chromium, tmp_path: Pa
         ".map(v => v.textContent)"
     )
     assert len(shown) == 4 and all(re.fullmatch(r"[\d.]+k?", v) for v in shown), shown
-    # every fault has a lane labelled with its nodes, and the final reads are marked
+    # every fault has a lane labelled with what it did and its nodes; the final phase is marked
     browser.eval(
         "window.drawn = []; const fill = CanvasRenderingContext2D.prototype.fillText;"
         "CanvasRenderingContext2D.prototype.fillText = function (t, ...a) {"
@@ -236,7 +239,7 @@ def test_plots_zoom_hover_and_label_their_faults(browser: Chromium, tmp_path: Pa
         f"{PLOTS}.forEach(p => p.chart && p.chart.redraw())"
     )
     drawn = browser.eval("window.drawn")
-    for label in ("kill: n2", "partition majority: n1 | n2 n3", "final reads"):
+    for label in ("kill: n2", "partition majority: n1 \u27c2 n2 n3", "final phase"):
         assert drawn.count(label) == 3, label
     # dragging across a chart zooms in on that time; a double click resets it
     scale = f"[{chart}.scales.x.min, {chart}.scales.x.max]"

@@ -45,8 +45,9 @@ def test_report_of_an_invalid_run(make_run) -> None:
     assert data["linear"]["keys"][3] == {"key": "3", "label": "jepka-1/1", "violations": [0]}
     assert [e["class"] for e in data["nodes"]["events"]] == ["leader", "isr"]
     assert [f["kind"] for f in data["faults"]] == ["partition"]
-    assert [f["label"] for f in data["fault_lanes"]] == ["partition: n1 | n2 n3"]
-    assert data["final_start"] is None  # the history has no final reads
+    lanes = data["timeline"]["lanes"]
+    assert [f["title"] for lane in lanes for f in lane["faults"]] == ["partition: n1 \u27c2 n2 n3"]
+    assert data["timeline"]["final"] is None  # the history ends before the time limit
     assert len(data["table"]["f"]) == data["summary"]["ops"] == 14
     assert "<failure" in written.junit.read_text()
 

@@ -7,17 +7,8 @@ from hypothesis.extra.numpy import arrays
 
 from history import flatten
 from history.op import Op
-from reports.pairs import Fault, fold
-from reports.series import (
-    downsample,
-    fault_labels,
-    final_start,
-    latency_quantiles,
-    latency_raw,
-    stat_series,
-    throughput,
-)
-from tests.reports.conftest import HistoryBuilder
+from reports.pairs import fold
+from reports.series import downsample, latency_quantiles, latency_raw, stat_series, throughput
 
 MS = 1_000_000
 
@@ -76,50 +67,3 @@ def test_stat_series_reads_both_shapes_and_ignores_junk() -> None:
     pts = {"lag": {"p1": [[1e9, 0.5], [3e9, 2.0], "bad"]}}
     assert stat_series(pts, "lag") == [{"name": "p1", "x": [1.0, 3.0], "y": [0.5, 2.0]}]
     assert stat_series({"lag": 3}, "lag") == [] and stat_series({}, "lag") == []
-
-
-def test_final_start_is_the_first_final_read() -> None:
-    h = HistoryBuilder()
-    h.op(0, "invoke", "send", [["send", 0, 1]])
-    h.op(0, "ok", "send", [["send", 0, [0, 1]]])
-    h.op(0, "invoke", "poll", [["poll"]], poll_ms=5)  # a main-phase poll: not final
-    h.op(0, "ok", "poll", [["poll", {}]])
-    h.op(1, "invoke", "assign", [0], dt_ms=10, seek_to_beginning=True)
-    h.op(1, "ok", "assign", [0])
-    h.op(1, "invoke", "poll", [["poll"]], final=True)
-    h.op(1, "ok", "poll", [["poll", {}]], final=True)
-    pairs, _, _ = fold(flatten(Op.from_dict(o) for o in h.ops))
-    assert pairs.final.tolist() == [False, False, True, True]
-    assert final_start(pairs) == 0.014
-    pairs, _, _ = fold(flatten(Op.from_dict(o) for o in h.ops[:4]))
-    assert final_start(pairs) is None
-
-
-def test_fault_labels_name_the_nodes_not_the_raw_value() -> None:
-    grudge = {"n2": ["n1", "n3"], "n1": ["n2"], "n3": ["n2"]}
-    faults = [
-        Fault("partition", "start-partition", 1.0, 2.0, {"kind": "majority", "grudge": grudge}),
-        Fault("kill", "kill", 1.5, None, {"killed": ["n3"]}),
-        Fault("partition", "start-partition", 3.0, 4.0, {"kind": "primaries", "cut": ["n1"]}),
-        Fault("clock", "bump-clock", 5.0, 6.0, {"nodes": ["n1", "n2"], "offset_ms": 300}),
-        Fault("partition", "start-partition", 7.0, 8.0, "majority"),  # an unfinished start
-        Fault("other", "start-odd", 9.0, 9.5, None),
-        Fault("partition", "start-partition", 10.0, 11.0, {"n1": ["n2", "n3"]}),
-    ]
-    got = fault_labels(faults)
-    assert [(g["label"], g["nodes"]) for g in got] == [
-        ("partition majority: n2 | n1 n3", ["n1", "n2", "n3"]),
-        ("kill: n3", ["n3"]),
-        ("partition primaries: n1", ["n1"]),
-        ("bump-clock: n1 n2", ["n1", "n2"]),
-        ("partition majority", []),
-        ("odd", []),
-        ("partition: n1 | n2 n3", ["n1", "n2", "n3"]),
-    ]
-    assert got[1] == {
-        "kind": "kill",
-        "start": 1.5,
-        "end": None,
-        "nodes": ["n3"],
-        "label": "kill: n3",
-    }

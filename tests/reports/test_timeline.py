@@ -1,4 +1,5 @@
-"""The timeline's nemesis lanes (which nodes each fault hit) and its final phase."""
+"""The fault lanes of the timeline and the plots (which nodes each fault hit,
+and what it did) and the final phase."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ CUT = "\u27c2"
         ({"nodes": ["n1"], "delta_ms": -250.5, "flips": 4}, ["n1"], "n1 -250.5 ms"),
         ({"nodes": ["n2"], "truncated": {"n2": {}}}, ["n2"], "n2"),
         ({"targets": "minority", "cut": ["n3"], "client": "10.0.0.9"}, ["n3"], f"clients {CUT} n3"),
+        ({"kind": "clients", "targets": ["n3"]}, ["n3"], "n3"),  # a replayed start, unfinished
         # a clean split, as the partition nemesis records its grudge: written once
         (
             {"kind": "majority", "grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}},
@@ -66,8 +68,32 @@ def test_one_lane_per_fault_kind_in_order_of_first_use() -> None:
         "value": None,
         "nodes": ["n1", "n2"],
         "label": f"n1 {CUT} n2",
+        "title": f"partition: n1 {CUT} n2",
     }
     assert lanes[2]["faults"][0]["label"] == "?"
+
+
+def test_a_fault_title_says_what_it_did_then_the_nodes() -> None:
+    grudge = {"n2": ["n1", "n3"], "n1": ["n2"], "n3": ["n2"]}
+    faults = [
+        Fault("partition", "start-partition", 1.0, 2.0, {"kind": "majority", "grudge": grudge}),
+        Fault("kill", "kill", 1.5, None, {"killed": ["n3"]}),
+        Fault("partition", "start-partition", 3.0, 4.0, {"kind": "clients", "cut": ["n1"]}),
+        Fault("clock", "bump-clock", 5.0, 6.0, {"nodes": ["n1", "n2"], "offset_ms": 300}),
+        Fault("partition", "start-partition", 7.0, 8.0, "majority"),  # an unfinished start
+        Fault("other", "start-odd", 9.0, 9.5, {"what": "no nodes"}),
+        Fault("partition", "start-partition", 10.0, 11.0, {"n1": ["n2", "n3"]}),
+    ]
+    got = [(f["title"], f["label"]) for lane in fault_lanes(faults) for f in lane["faults"]]
+    assert got == [
+        (f"partition majority: n2 {CUT} n1 n3", f"n2 {CUT} n1 n3"),
+        (f"partition clients: clients {CUT} n1", f"clients {CUT} n1"),
+        ("partition majority", "majority"),
+        (f"partition: n1 {CUT} n2 n3", f"n1 {CUT} n2 n3"),
+        ("kill: n3", "n3"),
+        ("bump-clock: n1 n2 +300 ms", "n1 n2 +300 ms"),
+        ("odd", '{"what":"no nodes"}'),  # never the raw value in a title
+    ]
 
 
 def test_the_final_phase_begins_at_the_time_limit() -> None:
