@@ -86,6 +86,18 @@ BUGS: dict[str, Bug] = {
             "ongoing transaction at this epoch",
         ),
         Bug(
+            "min-isr-ignored",
+            "acks=all acknowledged by a leader alone in its ISR, and any live replica elected "
+            "once that leader fails: Jepsen's 2013 Kafka analysis (Kafka 0.8), which led to "
+            "min.insync.replicas (KAFKA-1555) and the switch for unclean elections (KAFKA-1028)",
+            "lost-write and inconsistent-offsets: writes the lone leader acknowledged are "
+            "truncated away when an out-of-sync replica takes over, and later writes take "
+            "their offsets",
+            "the leader accepts acks=all produces, acknowledges them and advances its high "
+            "watermark with an ISR below min.insync.replicas, and the controller elects any "
+            "live replica when no in-sync replica is left",
+        ),
+        Bug(
             "no-epoch-fencing",
             "a deposed leader that keeps accepting produce requests (split brain, as in "
             "Jepsen's 2013 Kafka analysis of partitioned leaders)",

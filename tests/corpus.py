@@ -49,6 +49,7 @@ REVERSE = (
     "no-dedup",
     "hw-truncation",
     "unclean-election",
+    "min-isr-ignored",
     "no-epoch-fencing",
     "delayed-endtxn",
 )

@@ -55,7 +55,8 @@ def controller_config(config: BrokerConfig, voters: int) -> c.ControllerConfig:
         default_replication_factor=min(config["default.replication.factor"], voters),
         default_partitions=config["num.partitions"],
         unclean_leader_election=config["unclean.leader.election.enable"]
-        or bugs.active("unclean-election"),
+        or bugs.active("unclean-election")
+        or bugs.active("min-isr-ignored"),
         placement_seed=seed if (seed := config["replica.placement.seed"]) >= 0 else None,
         leader_imbalance_check_interval_ms=config["leader.imbalance.check.interval.seconds"] * 1000
         if config["auto.leader.rebalance.enable"]

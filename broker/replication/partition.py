@@ -139,13 +139,6 @@ class ReplicatedPartition(Partition):
             return
         self._set_hw(min(leos))
 
-    @property
-    def under_min_isr(self) -> bool:
-        """The committed ISR is smaller than min.insync.replicas, or than the
-        replica count when that is smaller (Kafka's effective min ISR)."""
-        minimum = min(self.log.config["min.insync.replicas"], len(self.assignment.replicas))
-        return len(self.assignment.isr) < minimum
-
     def fetch_upper(self, read_committed: bool) -> int:
         if bugs.active("read-above-hw"):  # the log end, not the HW (the LSO still applies)
             unstable = self.log.producer_state.first_unstable_offset()

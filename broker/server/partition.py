@@ -38,6 +38,15 @@ class Partition:
         return self.assignment.isr
 
     @property
+    def under_min_isr(self) -> bool:
+        """The committed ISR is smaller than min.insync.replicas, or than the
+        replica count when that is smaller (Kafka's effective min ISR)."""
+        if bugs.active("min-isr-ignored"):
+            return False
+        minimum = min(self.log.config["min.insync.replicas"], len(self.assignment.replicas))
+        return len(self.assignment.isr) < minimum
+
+    @property
     def last_stable_offset(self) -> int:
         unstable = self.log.producer_state.first_unsettled_offset(self.high_watermark)
         if unstable is not None and bugs.active("lso-off-by-one"):

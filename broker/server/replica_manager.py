@@ -218,8 +218,8 @@ class ReplicaManager:
         request appends every partition first, then waits for all together)."""
         partition = self.partition(topic, index)
         partition.check_leader(self.config.node_id)
-        min_isr = partition.log.config["min.insync.replicas"]
-        if acks == -1 and len(partition.isr) < min_isr:
+        if acks == -1 and partition.under_min_isr:
+            min_isr = partition.log.config["min.insync.replicas"]
             raise KafkaError(
                 ErrorCode.not_enough_replicas,
                 f"ISR {partition.isr} < min.insync.replicas={min_isr}",
