@@ -124,6 +124,7 @@ class RaftClient:
         self._inflight: dict[int, _InFlight] = {}
         self._next_correlation = 0
         self._applied = 0
+        self._caught_up = False
         self._announced: tuple[int | None, int] | None = None
 
     # -- public surface ------------------------------------------------------------------
@@ -549,8 +550,14 @@ class RaftClient:
 
     # -- delivery ------------------------------------------------------------------------
     def _deliver_committed(self) -> None:
+        """Hands the listener what is committed and not yet applied, as one batch.
+        A node that starts (or restarts) hands it nothing until it has caught up
+        with the leader's high watermark, as KRaft's MetadataLoader publishes
+        nothing while it catches up: the metadata of its own stale log would
+        make its broker act on leaderships long gone (and, as a partition
+        leader of an old epoch, rewrite its leader-epoch cache)."""
         hw = self.high_watermark
-        if hw is None:
+        if hw is None or not self._catching_up_done(hw):
             return
         if self._applied < self.log.start_offset:
             snapshot = self.log.latest_snapshot()
@@ -559,12 +566,13 @@ class RaftClient:
             if self.listener is not None:
                 self.listener.handle_load_snapshot(snapshot)
             self._applied = snapshot.snapshot_id.offset
+        data: list[LogEntry] = []
         while self._applied < hw:
             entries = self.log.read(self._applied, min(hw - self._applied, 1024))
-            data = [e for e in entries if e.kind is EntryKind.DATA]
+            data += [e for e in entries if e.kind is EntryKind.DATA]
             self._applied = entries[-1].offset + 1
-            if data and self.listener is not None:
-                self.listener.handle_commit(data)
+        if data and self.listener is not None:
+            self.listener.handle_commit(data)
         state = self.quorum.state
         if (
             isinstance(state, LeaderState)
@@ -574,6 +582,15 @@ class RaftClient:
             self._announced = (self.node_id, state.epoch)
             if self.listener is not None:
                 self.listener.handle_leader_change(self.node_id, state.epoch)
+
+    def _catching_up_done(self, hw: int) -> bool:
+        """Whether this node has caught up once: as leader at once, as follower
+        when its high watermark reaches the leader's as last reported."""
+        if not self._caught_up:
+            state = self.quorum.state
+            target = state.leader_high_watermark if isinstance(state, FollowerState) else hw
+            self._caught_up = target is not None and hw >= target
+        return self._caught_up
 
     # -- sending -------------------------------------------------------------------------
     def _has_inflight(self, destination: int) -> bool:

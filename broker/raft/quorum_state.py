@@ -198,6 +198,8 @@ class FollowerState:
     leader_id: int
     fetch_deadline: int
     high_watermark: int | None = None
+    #: the leader's own high watermark, as last reported (not capped by this log)
+    leader_high_watermark: int | None = None
     next_fetch_ms: int = 0
     snapshot_id: OffsetAndEpoch | None = None
     snapshot_buffer: bytearray = field(default_factory=bytearray)
@@ -208,6 +210,7 @@ class FollowerState:
         """Follow the leader's high watermark, capped by what this node holds."""
         if leader_hw is None:
             return False
+        self.leader_high_watermark = max(leader_hw, self.leader_high_watermark or 0)
         new = min(leader_hw, end_offset)
         if self.high_watermark is not None and new <= self.high_watermark:
             return False

@@ -14,6 +14,7 @@ from broker.raft.file_log import FileLog
 from broker.raft.file_quorum_store import FileQuorumStateStore
 from broker.raft.messages import Envelope, VoteRequest, VoteResponse
 from broker.raft.quorum_state import Role
+from broker.raft.replication import MAX_ENTRIES_PER_FETCH
 from broker.raft.simulation import SimCluster, VirtualClock
 from tests.broker.raft.test_simulation import wait_for_convergence
 
@@ -38,6 +39,36 @@ def test_follower_behind_log_start_catches_up_by_fetch_snapshot() -> None:
     assert node.state is not None and leader_state is not None
     applied = node.client.applied_offset if node.client else 0
     assert {o: v for o, v in leader_state.values.items() if o < applied} == node.state.values
+    cluster.check_nothing_committed_lost()
+
+
+def test_a_restarted_follower_applies_nothing_before_it_has_caught_up() -> None:
+    """KRaft's MetadataLoader publishes nothing while it catches up: a node back
+    from a crash must not hand its listener the stale end of its own log (its
+    broker would act on leaderships long gone), only the log up to the leader's
+    high watermark, at once."""
+    cluster = SimCluster(3, 67, snapshot_every=10**9)  # the log itself, no snapshot
+    wait_for_convergence(cluster)
+    leader = cluster.leader()
+    assert leader is not None
+    lagging = min(cluster.ids - {leader.node_id})
+    cluster.crash(lagging)
+    for i in range(MAX_ENTRIES_PER_FETCH + 200):  # more than one fetch brings back
+        cluster.append_value()
+        if i % 50 == 0:
+            cluster.step()
+    wait_for_convergence(cluster)
+    stale_end = cluster.nodes[lagging].log.end_offset
+    committed = leader.high_watermark
+    assert committed is not None and committed > stale_end
+    cluster.start(lagging)
+    state = cluster.nodes[lagging].state
+    assert state is not None
+    batches: list[int] = []
+    apply = state.handle_commit
+    state.handle_commit = lambda entries: (batches.append(entries[-1].offset), apply(entries))
+    wait_for_convergence(cluster)
+    assert batches and batches[0] >= committed - 1, (stale_end, committed, batches)
     cluster.check_nothing_committed_lost()
 
 
