@@ -151,8 +151,13 @@ def test_a_changed_partition_count_keeps_keys_on_their_existing_partitions(tmp_p
 
 
 async def unwritable(data_dir: Path) -> None:
-    # One broker cannot satisfy min.insync.replicas=2: every acks=-1 append fails.
-    broker, service = await open_broker(data_dir, [*SETTINGS, "min.insync.replicas=2"])
+    broker, service = await open_broker(data_dir)
+
+    async def refuse(topic: str, index: int, *_: object) -> None:
+        # what a leader whose ISR is below min.insync.replicas answers
+        raise KafkaError(ErrorCode.not_enough_replicas, f"{topic}-{index}: ISR [1] < 2")
+
+    broker.replica_manager.append_records = refuse  # type: ignore[method-assign]
     with pytest.raises(KafkaError) as info:
         await service.group.commit_offsets(
             "g", -1, "", None, {("t", 0): CommittedOffset(1, -1, "", 0)}
