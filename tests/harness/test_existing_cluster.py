@@ -21,8 +21,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.broker, pyt
 def test_two_runs_in_a_row_are_valid_on_topics_of_their_own(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # a cluster whose default min.insync.replicas (2) would refuse every
-    # acks=all write on a single broker: only the test's own topic setting works
+    # a cluster whose default min.insync.replicas (2) is not the test's (1):
+    # the test's topics carry the test's own setting
     broker = BrokerProcess(tmp_path / "data", ["min.insync.replicas=2"]).start(60)
     properties = tmp_path / "client.properties"
     properties.write_text("# for every producer, consumer and admin\nclient.id=jepka-test\n")
