@@ -1,10 +1,10 @@
-"""Cycle diagrams (G0, G1c, ...) and the per-partition linearizability view.
+"""Cycle diagrams (G0, G1c, ...).
 
 The checker found the cycles; this module only gathers, for each one, the
-ops it passes through with their real times, so the page can draw the cycle
-as a graph and, for ``-realtime`` cycles, as a Porcupine-style timeline: one
-lane per process, each op a bar from invocation to completion, and the edges
-that make the order impossible drawn between the bars.
+ops it passes through with their real times and each edge's relation, key
+and offsets, so the page can draw the cycle as a graph and the
+linearizability view (:mod:`reports.linear`) can place a ``-realtime``
+cycle's ops on the partition logs it passes through.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _cycle(
             for i in range(len(ops))
         ]
     nodes = [_node(pairs, row_of, idx) for idx in ops]
-    keys = sorted({k for n in nodes for k in n.pop("keys")}, key=_natural)
+    keys = sorted({k for n in nodes for k in n.pop("keys")}, key=natural_key)
     return {
         "kind": kind,
         "realtime": is_realtime(kind),
@@ -78,14 +78,28 @@ def _ref(v: Any) -> int | None:
 
 def _edge(a: int, b: int, step: Mapping[str, Any]) -> dict[str, Any]:
     rel = step.get("rel", step.get("type"))
-    label = " ".join(str(x) for x in (rel, step.get("key")) if x is not None)
+    key = step.get("key")
+    label = " ".join(str(x) for x in (rel, key) if x is not None)
     detail = {k: v for k, v in step.items() if k not in ("from", "to", "explanation")}
     return {
         "from": a,
         "to": b,
+        "rel": rel,
+        "key": None if key is None else str(key),
+        "offsets": _step_offsets(step),
         "label": label,
         "text": str(step.get("explanation") or short(detail, 200)),
     }
+
+
+def _step_offsets(step: Mapping[str, Any]) -> list[int | None]:
+    """The offsets on the step's key of its two ends: a ww step's ``o1`` and
+    ``o2``; a wr step's ``offset``, where one sent and the other polled."""
+    if "o1" in step or "o2" in step:
+        ends = [step.get("o1"), step.get("o2")]
+    else:
+        ends = [step.get("offset")] * 2
+    return [v if isinstance(v, int) and not isinstance(v, bool) else None for v in ends]
 
 
 def _partition_label(v: Any) -> str:
@@ -97,7 +111,8 @@ def _partition_label(v: Any) -> str:
     return short(v, 60)
 
 
-def _natural(k: str) -> tuple[int, int | str]:
+def natural_key(k: str) -> tuple[int, int | str]:
+    """Numeric keys in number order, before the others."""
     return (0, int(k)) if k.lstrip("-").isdigit() else (1, k)
 
 
@@ -136,30 +151,3 @@ def key_labels(pairs: Pairs, config: Mapping[str, Any]) -> dict[str, str]:
             return {str(k): _partition_label(v) for k, v in m.items()}
     keys = np.unique(pairs.flat.key[pairs.flat.has_key]).tolist()
     return {str(k): str(k) for k in keys}
-
-
-def linearizability(
-    labels: Mapping[str, str], cycles: list[dict[str, Any]], results: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Per partition log: the ``-realtime`` cycles through it (their index in
-    ``cycles``). ``checked`` says whether the checker looked for them at all."""
-    realtime = [i for i, c in enumerate(cycles) if c["realtime"]]
-    per_key = []
-    for key, label in labels.items():
-        hits = [i for i in realtime if key in cycles[i]["keys"]]
-        per_key.append({"key": key, "label": label, "violations": hits})
-    stats = results.get("stats")
-    checked = (isinstance(stats, Mapping) and "graph" in stats) or any(
-        str(k).endswith("-realtime") for k in _checked_kinds(results)
-    )
-    return {
-        "checked": checked,
-        "keys": per_key,
-        "unplaced": [i for i in realtime if not cycles[i]["keys"]],
-    }
-
-
-def _checked_kinds(results: Mapping[str, Any]) -> list[str]:
-    stats = results.get("stats") or {}
-    kinds = stats.get("checked") if isinstance(stats, Mapping) else None
-    return [*(results.get("anomalies") or {}), *(kinds or ()), *(results.get("allowed") or ())]

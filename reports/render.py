@@ -29,8 +29,9 @@ from reports.anomalies import (
     stats_of,
     table_columns,
 )
-from reports.cycles import cycle_views, key_labels, linearizability
+from reports.cycles import cycle_views, key_labels
 from reports.junit import junit_xml
+from reports.linear import linear_view
 from reports.nodes import node_events
 from reports.orders import offset_diagrams
 from reports.pairs import Pairs, load_pairs, short
@@ -109,7 +110,7 @@ def report_data(run: Run) -> dict[str, Any]:
         "lag_summary": _lag_summary(stats),
         "orders": offset_diagrams(pairs, results),
         "cycles": cycles,
-        "linear": linearizability(key_labels(pairs, run.config), cycles, results),
+        "linear": linear_view(pairs, key_labels(pairs, run.config), cycles, results),
         "nodes": node_events(run.path, _started_at(run.config)),
         "timeline": {"lanes": fault_lanes(faults), "final": final_phase(run.config, end)},
         "stats": {k: short(v, 400) for k, v in stats.items()},
@@ -130,7 +131,7 @@ def render_html(data: dict[str, Any]) -> str:
         blob=blob.replace("<", "\\u003c"),  # no markup can end or nest in the script
         css=_static(UPLOT / "uPlot.min.css", "report.css"),
         uplot=_static(UPLOT / "uPlot.iife.min.js"),  # its own script: report.js stays strict
-        js=_static("plot.js", "report.js"),
+        js=_static("plot.js", "linear.js", "report.js"),
     )
 
 

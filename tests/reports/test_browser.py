@@ -71,12 +71,117 @@ def test_invalid_run_in_the_browser(browser: Chromium, make_run) -> None:
     )
     assert summary == anomaly_counts(json.loads((run / "results.json").read_text()))
     assert browser.eval("document.querySelectorAll('#cycles svg.cycle').length") == 2
-    assert browser.eval("document.querySelectorAll('#linear svg.porcupine rect').length") == 2
-    assert browser.eval("document.querySelectorAll('#linear-table tr.hl').length") == 2
     assert browser.eval("document.querySelectorAll('#nodes-table tr').length") == 3
     # an op link in an instance jumps to that op in the history table
     browser.eval("document.querySelector('#kind-lost-write a.op').click()")
     assert browser.eval("document.querySelector('#history-table tr.hl td').textContent") == "6"
+
+
+LINEAR = "document.getElementById('linear-plot')"
+
+
+def _linear(browser: Chromium) -> dict[str, str]:
+    return browser.eval(f"Object.assign({{}}, {LINEAR}.dataset)")
+
+
+def _over(browser: Chromium, selector: str) -> tuple[float, float, float, float]:
+    """The viewport box of a chart's cursor layer, scrolled into view."""
+    return browser.eval(
+        f"(() => {{ const o = document.querySelector('{selector} .u-over');"
+        " o.scrollIntoView({block: 'center'}); const r = o.getBoundingClientRect();"
+        " return [r.left, r.top, r.width, r.height]; })()"
+    )
+
+
+def _drag(browser: Chromium, start: tuple[float, float], end: tuple[float, float]) -> None:
+    browser.call("Input.dispatchMouseEvent", type="mouseMoved", x=start[0], y=start[1])
+    browser.call(
+        "Input.dispatchMouseEvent",
+        type="mousePressed",
+        x=start[0],
+        y=start[1],
+        button="left",
+        buttons=1,
+        clickCount=1,
+    )
+    browser.call(
+        "Input.dispatchMouseEvent", type="mouseMoved", x=end[0], y=end[1], button="left", buttons=1
+    )
+    browser.call(
+        "Input.dispatchMouseEvent",
+        type="mouseReleased",
+        x=end[0],
+        y=end[1],
+        button="left",
+        clickCount=1,
+    )
+
+
+def test_linearizability_view_draws_highlights_hovers_and_zooms(
+    browser: Chromium, make_run
+) -> None:
+    """The invalid run's G1c-realtime cycle: txn A polled from key 3 the record
+    txn B sent there, yet A completed before B began."""
+    _open(browser, make_run(lose=True), "report-linear.png")
+    assert browser.errors == []
+    first = browser.eval("document.querySelector('#linear-key option').textContent")
+    assert first.startswith("key 3 (jepka-1/1)") and "1 pair(s) of -realtime cycles" in first
+    assert _linear(browser) == {"intervals": "2", "pairs": "1", "drawn": "2", "warned": "2"}
+    assert "G1c-realtime" in browser.eval("document.getElementById('linear-pairs').textContent")
+    browser.eval(
+        "document.getElementById('linear').scrollIntoView();"
+        "var s = document.getElementById('linear-key');"
+        "s.value = Array.from(s.options).find(o => o.text.startsWith('key 0')).value;"
+        "s.dispatchEvent(new Event('change'))"
+    )
+    browser.screenshot(ARTIFACTS / "report-linear-key0.png")
+    assert _linear(browser) == {"intervals": "6", "pairs": "0", "drawn": "6", "warned": "0"}
+    # hovering over a bar names its op
+    chart = f"{LINEAR}.chart"
+    left, top, width, height = _over(browser, "#linear-plot")
+    x, y = browser.eval(f"[{chart}.valToPos(0.0105, 'x'), {chart}.valToPos(1, 'y')]")
+    browser.call("Input.dispatchMouseEvent", type="mouseMoved", x=left + x, y=top + y)
+    hover = browser.eval("document.getElementById('linear-hover').textContent")
+    assert hover.startswith("op 5 (process 0, send) sent 2 to offset 1"), hover
+    # dragging a box zooms in on those times and offsets; a double click shows all
+    scale = (
+        f"[{chart}.scales.x.min, {chart}.scales.x.max, {chart}.scales.y.min, {chart}.scales.y.max]"
+    )
+    full = browser.eval(scale)
+    _drag(browser, (left + 2, top + 2), (left + width * 0.3, top + height - 2))
+    zoomed = browser.eval(scale)
+    assert full[0] <= zoomed[0] < zoomed[1] < full[1] - (full[1] - full[0]) / 2, zoomed
+    assert 0 < int(_linear(browser)["drawn"]) < 6
+    for clicks in (1, 2):
+        for kind in ("mousePressed", "mouseReleased"):
+            browser.call(
+                "Input.dispatchMouseEvent",
+                type=kind,
+                x=left + width / 2,
+                y=top + height / 2,
+                button="left",
+                clickCount=clicks,
+            )
+    assert browser.eval(scale) == full and _linear(browser)["drawn"] == "6"
+    assert browser.errors == []
+
+
+def test_linearizability_view_of_a_long_key(browser: Chromium, tmp_path: Path) -> None:
+    """3,000 sends to one key, the send of 1500 landing above the next one
+    although it completed first: the page holds a bounded window around the
+    pair and a sample of the rest, and says what it left out."""
+    h = HistoryBuilder()
+    for v in range(3000):
+        h.op(v % 4, "invoke", "send", [["send", 0, v]])
+        h.op(v % 4, "ok", "send", [["send", 0, [{1500: 1501, 1501: 1500}.get(v, v), v]]])
+    h.write(tmp_path / "history.jsonl")
+    write_report(tmp_path, {"valid": True, "anomalies": {}, "stats": {"graph": {}}})
+    _open(browser, tmp_path, "report-linear-long.png")
+    assert browser.errors == []
+    view = _linear(browser)
+    assert view["intervals"] == "1200" and view["pairs"] == "1" and view["warned"] == "2"
+    info = browser.eval("document.getElementById('linear-info').textContent")
+    assert "1 send(s) landed below" in info and "1800 left out" in info, info
 
 
 def test_valid_run_in_the_browser(browser: Chromium, make_run) -> None:
