@@ -12,9 +12,11 @@ their steps give. For the picture to hold every inversion, this module also
 pairs each send that landed below a send completed before it began with the
 highest such send (:func:`inversions`). The verdict stays the checker's.
 
-Each key carries at most ``MAX_INTERVALS`` intervals: the ops of its first
+Keys are ordered those with violations first, then those anomalies name;
+the first ``MAX_LISTED`` are listed and the first ``MAX_KEYS`` carry their
+intervals, at most ``MAX_INTERVALS`` each: the ops of the key's first
 ``MAX_PAIRS`` pairs, the sends within ``CONTEXT`` offsets of them, then an
-even sample of the rest; the page says how many it left out.
+even sample of the rest. The page says how many it left out.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import numpy as np
 from reports.cycles import natural_key
 from reports.pairs import Pairs
 
-MAX_KEYS = 16  # keys whose intervals the page carries; every key is listed
+MAX_KEYS = 16  # keys whose intervals the page carries
+MAX_LISTED = 500  # keys the selector lists, with their counts
 MAX_INTERVALS = 1200  # per key
 MAX_PAIRS = 200  # violations drawn per key; the count is exact
 CONTEXT = 20  # sends either side (in offset order) of each op of a pair
@@ -126,7 +129,7 @@ def linear_view(
         return (not (len(b) or placed["pairs"]), not hits, k not in named, natural_key(k))
 
     keys = []
-    for i, name in enumerate(sorted(names, key=rank)):
+    for i, name in enumerate(sorted(names, key=rank)[:MAX_LISTED]):
         span, a, b, hits, placed = found[name]
         entry = {
             "key": name,
@@ -143,6 +146,7 @@ def linear_view(
     return {
         "checked": _checked(results),
         "keys": keys,
+        "unlisted": len(names) - len(keys),
         "unplaced": [i for i in realtime if not cycles[i]["keys"]],
         "max_keys": MAX_KEYS,
         "max_intervals": MAX_INTERVALS,

@@ -7,8 +7,10 @@ HTML, so the essentials read even with scripts off. Nothing here decides
 validity: every judgement comes from ``results.json``.
 
 Size bound: the blob holds at most ``MAX_ROWS`` ops, ``MAX_POINTS`` points per
-plot series, ``MAX_INSTANCES`` instances per kind and ``MAX_EVENTS`` node-log
-lines, so a report stays under about 10 MB whatever the history's length.
+plot series, ``MAX_SERIES`` series per checker-provided plot, ``MAX_INSTANCES``
+instances per kind, ``MAX_EVENTS`` node-log lines and the linearizability
+view's ``MAX_INTERVALS`` intervals for each of ``MAX_KEYS`` keys, so a report stays under
+about 10 MB whatever the history's length.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from reports.orders import offset_diagrams
 from reports.pairs import Pairs, load_pairs, short
 from reports.run import Run, RunError, load_run
 from reports.series import (
+    highest,
     latency_quantiles,
     latency_raw,
     stat_series,
@@ -156,10 +159,14 @@ def _summary(pairs: Pairs) -> dict[str, Any]:
 
 
 def _first_series(stats: dict[str, Any], names: tuple[str, ...], scale: float) -> dict[str, Any]:
+    """The first of the checker's ``names`` series it gave, its highest series
+    only; ``omitted`` counts the others."""
     for name in names:
         if name in stats:
-            return {"stat": name, "series": stat_series(stats, name, scale)}
-    return {"stat": None, "series": []}
+            series = stat_series(stats, name, scale)
+            kept = highest(series)
+            return {"stat": name, "series": kept, "omitted": len(series) - len(kept)}
+    return {"stat": None, "series": [], "omitted": 0}
 
 
 def _lag_summary(stats: dict[str, Any]) -> list[str]:

@@ -15,6 +15,7 @@ import numpy as np
 from reports.pairs import Pairs
 
 MAX_POINTS = 2000  # per series, after downsampling
+MAX_SERIES = 16  # per checker-provided plot (one series per key): the highest peaks
 BUCKETS = 200  # time buckets for quantiles and throughput
 QUANTILES = (0.5, 0.95, 0.99, 1.0)
 
@@ -140,6 +141,19 @@ def stat_series(
         keep = downsample(x, y, max_points)
         out.append({"name": sk, "x": _r(x[keep]), "y": _r(y[keep])})
     return out
+
+
+def highest(series: list[dict[str, Any]], limit: int = MAX_SERIES) -> list[dict[str, Any]]:
+    """The ``limit`` series whose peak is highest, in their order: a run over
+    thousands of keys gives a plot a reader can tell apart, and a bounded page."""
+    if len(series) <= limit:
+        return series
+
+    def peak(s: dict[str, Any]) -> float:
+        return max((v for v in s["y"] if v is not None), default=float("-inf"))
+
+    top = {id(s) for s in sorted(series, key=peak, reverse=True)[:limit]}
+    return [s for s in series if id(s) in top]
 
 
 def _edges(end: float, buckets: int) -> tuple[np.ndarray, float]:

@@ -38,7 +38,8 @@ function initLinear() {
   if (lin.keys.length > lin.max_keys) body.appendChild(el("p", {"class": "muted small"},
     "Only the first " + lin.max_keys + " keys of the list (those with violations, then those " +
     "anomalies name) carry their sends in this page; the other " +
-    (lin.keys.length - lin.max_keys) + " are listed with their counts."));
+    (lin.keys.length - lin.max_keys) + " are listed with their counts" +
+    (lin.unlisted ? ", and " + lin.unlisted + " more keys are not listed" : "") + "."));
   select.addEventListener("change", function () { linearKey(lin.keys[+select.value], box, info, hover, list); });
   linearKey(lin.keys[0], box, info, hover, list);
 }

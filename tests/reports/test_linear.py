@@ -4,13 +4,15 @@ the bounded choice of intervals, and the checker's cycles placed on keys."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from history import flatten
 from history.op import Op
+from reports import linear
 from reports.cycles import cycle_views, key_labels
-from reports.linear import MAX_INTERVALS, MAX_PAIRS, inversions, linear_view, select
+from reports.linear import MAX_INTERVALS, MAX_KEYS, MAX_PAIRS, inversions, linear_view, select
 from reports.pairs import Pairs, fold
 from tests.reports.conftest import HistoryBuilder, queue_history, queue_results
 
@@ -119,3 +121,18 @@ def test_pairs_drawn_are_capped_and_their_count_is_exact() -> None:
         h.op(0, "ok", "send", [["send", 0, [399 - v, v]]])
     (key,) = linear_view(_pairs(h), {}, [], {"valid": True})["keys"]
     assert key["violations"] == 399 and len(key["pairs"]) == MAX_PAIRS
+
+
+def test_many_keys_are_listed_up_to_a_bound_and_few_carry_intervals(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(linear, "MAX_LISTED", 20)
+    h = HistoryBuilder()
+    for k in range(30):
+        h.op(0, "invoke", "send", [["send", k, k]])
+        h.op(0, "ok", "send", [["send", k, [0, k]]])
+    view = linear_view(_pairs(h), {}, [], {"anomalies": {"lost-write": [{"key": 25}]}})
+    assert len(view["keys"]) == 20 and view["unlisted"] == 10
+    assert view["keys"][0]["key"] == "25"  # the key an anomaly names first
+    assert [k["key"] for k in view["keys"][1:4]] == ["0", "1", "2"]
+    assert sum("ops" in k for k in view["keys"]) == MAX_KEYS

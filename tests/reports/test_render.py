@@ -12,7 +12,8 @@ import pytest
 from harness.cli import main
 from reports import RunError, write_report
 from reports.anomalies import MAX_ROWS
-from reports.render import LAG_STATS, STATIC, UPLOT, _first_series, _lag_summary
+from reports.render import LAG_STATS, STATIC, UNSEEN_STATS, UPLOT, _first_series, _lag_summary
+from reports.series import MAX_SERIES
 from tests.reports.conftest import HistoryBuilder
 
 BLOB = re.compile(r'<script type="application/json" id="data">(.*?)</script>', re.S)
@@ -91,7 +92,10 @@ def test_report_of_a_valid_run_has_checker_series(make_run) -> None:
     data = blob(write_report(make_run(lose=False)).report)
     assert data["verdict"] is True and data["nodes"]["present"] is False
     assert [s["name"] for s in data["unseen"]["series"]] == ["0", "2", "3", "4", "5"]
-    assert data["lag"] == {"stat": "realtime_lag", "series": []} and data["lag_summary"] == []
+    assert (
+        data["lag"] == {"stat": "realtime_lag", "series": [], "omitted": 0}
+        and data["lag_summary"] == []
+    )
 
 
 def test_lag_from_the_checker_stats() -> None:
@@ -103,9 +107,14 @@ def test_lag_from_the_checker_stats() -> None:
             "series": [{"time": 5 * 10**9, "lag": 10**9}, {"time": 6 * 10**9, "lag": 3 * 10**9}],
         }
     }
-    assert _first_series(stats, LAG_STATS, 1e-9)["series"] == [
-        {"name": "lag", "x": [5.0, 6.0], "y": [1.0, 3.0]}
-    ]
+    assert _first_series(stats, LAG_STATS, 1e-9) == {
+        "stat": "realtime_lag",
+        "series": [{"name": "lag", "x": [5.0, 6.0], "y": [1.0, 3.0]}],
+        "omitted": 0,
+    }
+    per_key = {"unseen_series": [{"time": 0, "unseen": {str(k): k for k in range(40)}}]}
+    unseen = _first_series(per_key, UNSEEN_STATS, 1.0)
+    assert len(unseen["series"]) == MAX_SERIES and unseen["omitted"] == 40 - MAX_SERIES
     assert _lag_summary(stats) == [
         "worst lag 3.000 s, on key 2 by op 40 (process 1)",
         "worst key: 2 3.000 s, 0 1.000 s",

@@ -8,7 +8,14 @@ from hypothesis.extra.numpy import arrays
 from history import flatten
 from history.op import Op
 from reports.pairs import fold
-from reports.series import downsample, latency_quantiles, latency_raw, stat_series, throughput
+from reports.series import (
+    downsample,
+    highest,
+    latency_quantiles,
+    latency_raw,
+    stat_series,
+    throughput,
+)
 
 MS = 1_000_000
 
@@ -67,3 +74,10 @@ def test_stat_series_reads_both_shapes_and_ignores_junk() -> None:
     pts = {"lag": {"p1": [[1e9, 0.5], [3e9, 2.0], "bad"]}}
     assert stat_series(pts, "lag") == [{"name": "p1", "x": [1.0, 3.0], "y": [0.5, 2.0]}]
     assert stat_series({"lag": 3}, "lag") == [] and stat_series({}, "lag") == []
+
+
+def test_a_plot_keeps_the_series_with_the_highest_peaks() -> None:
+    series = [{"name": str(k), "x": [0.0, 1.0], "y": [None, float(k % 7)]} for k in range(30)]
+    kept = highest(series, limit=4)
+    assert [s["name"] for s in kept] == ["6", "13", "20", "27"]  # the peaks of 6, in order
+    assert highest(series[:3], limit=4) == series[:3]
