@@ -8,7 +8,7 @@
    offsets, double click to see it all; hover shows the op, a click opens it in
    the history. */
 "use strict";
-var LIN_WARN = "#e65100", LIN_COLORS = {w: "#66bb6a", r: "#42a5f5"};
+var LIN_WARN = "#e65100", LIN_COLORS = {w: "#66bb6a", r: "#42a5f5"}, LIN_HEIGHT = 360;
 var LIN_INCRS = [];  // whole offsets only on the offset axis
 for (var p10 = 1; p10 < 1e15; p10 *= 10) LIN_INCRS.push(p10, 2 * p10, 5 * p10);
 
@@ -41,6 +41,9 @@ function initLinear() {
     (lin.keys.length - lin.max_keys) + " are listed with their counts" +
     (lin.unlisted ? ", and " + lin.unlisted + " more keys are not listed" : "") + "."));
   select.addEventListener("change", function () { linearKey(lin.keys[+select.value], box, info, hover, list); });
+  window.addEventListener("resize", function () {
+    if (box.chart) box.chart.setSize({width: Math.max(300, box.clientWidth), height: LIN_HEIGHT});
+  });
   linearKey(lin.keys[0], box, info, hover, list);
 }
 
@@ -127,7 +130,7 @@ function linearKey(k, box, info, hover, list) {
   }
   var width = Math.max(300, box.clientWidth), down = null;
   var opts = {
-    width: width, height: 360,
+    width: width, height: LIN_HEIGHT,
     cursor: {drag: {x: true, y: true, uni: 20}, points: {show: false}, y: false},
     legend: {show: false},
     scales: {x: {time: false, auto: false, min: x0, max: x1, range: asAsked},

@@ -15,6 +15,7 @@ from checkers import check
 from checkers.result import anomaly_counts
 from reports import write_report
 from reports.series import BUCKETS
+from tests.eventually import eventually
 from tests.reports.cdp import CHROMIUM, Chromium
 from tests.reports.conftest import HistoryBuilder, queue_history
 
@@ -163,6 +164,20 @@ def test_linearizability_view_draws_highlights_hovers_and_zooms(
                 clickCount=clicks,
             )
     assert browser.eval(scale) == full and _linear(browser)["drawn"] == "6"
+    # the chart follows the window's width
+    fits = f"Math.abs({chart}.width - {LINEAR}.clientWidth) <= 1"
+    browser.call(
+        "Emulation.setDeviceMetricsOverride",
+        width=800,
+        height=900,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
+    try:
+        # the window's resize event comes with its next frame
+        eventually(lambda: browser.eval(f"{chart}.width < 800 && {fits}"), 10, what="a resize")
+    finally:
+        browser.call("Emulation.clearDeviceMetricsOverride")
     assert browser.errors == []
 
 
