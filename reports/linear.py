@@ -177,11 +177,12 @@ def _intervals(
     key_rows = s.row[span]
     index = pairs.complete[key_rows]  # the OK completion, as the checker names ops
     checker_pairs = {(x["from"], x["to"]) for x in placed["pairs"]}
-    computed = [
+    found = [
         (int(x), int(y))
         for x, y in zip(a.tolist(), b.tolist(), strict=True)
         if (int(index[x]), int(index[y])) not in checker_pairs
-    ][:MAX_PAIRS]
+    ]
+    computed = found[:MAX_PAIRS]
     focus = np.array([p for xy in computed for p in xy] + placed["positions"], dtype=np.int64)
     keep, windowed = select(len(key_rows), focus, MAX_INTERVALS, CONTEXT)
     at = {int(p): i for i, p in enumerate(keep.tolist())}
@@ -210,6 +211,7 @@ def _intervals(
     return {
         "ops": cols,
         "pairs": drawn,
+        "pairs_total": len(found) + len(placed["pairs"]),
         "windowed": windowed,
         "sampled": len(keep) - windowed,
     }

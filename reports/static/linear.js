@@ -60,7 +60,7 @@ function linearKey(k, box, info, hover, list) {
   info.textContent = found + ". Showing " + sends + " of " + k.sends + " sends" +
     (sends < k.sends ? ": " + k.windowed + " around the violations, " + k.sampled +
      " sampled evenly from the rest; " + (k.sends - sends) + " left out" : "") +
-    (k.pairs.length < k.violations + k.checker_pairs ? "; the first " + k.pairs.length + " pairs drawn" : "") + ".";
+    (k.pairs.length < k.pairs_total ? "; the first " + k.pairs.length + " of " + k.pairs_total + " pairs drawn" : "") + ".";
   box.dataset.intervals = n;
   box.dataset.pairs = k.pairs.length;
   if (!n) { box.appendChild(el("p", {"class": "muted"}, "No acknowledged send on this key.")); return; }

@@ -73,7 +73,12 @@ def test_the_checkers_realtime_cycle_is_placed_on_its_key() -> None:
     assert view["checked"]
     first, second, *rest = view["keys"]
     # txn A polled key 3 at offset 0 what txn B sent there, yet A completed before B began
-    assert (first["key"], first["cycles"], first["checker_pairs"]) == ("3", [0], 1)
+    assert (first["key"], first["cycles"], first["checker_pairs"], first["pairs_total"]) == (
+        "3",
+        [0],
+        1,
+        1,
+    )
     ops = first["ops"]
     (pair,) = first["pairs"]
     a, b, cycle = pair
@@ -120,7 +125,7 @@ def test_pairs_drawn_are_capped_and_their_count_is_exact() -> None:
         h.op(0, "invoke", "send", [["send", 0, v]])
         h.op(0, "ok", "send", [["send", 0, [399 - v, v]]])
     (key,) = linear_view(_pairs(h), {}, [], {"valid": True})["keys"]
-    assert key["violations"] == 399 and len(key["pairs"]) == MAX_PAIRS
+    assert key["violations"] == key["pairs_total"] == 399 and len(key["pairs"]) == MAX_PAIRS
 
 
 def test_many_keys_are_listed_up_to_a_bound_and_few_carry_intervals(
@@ -136,3 +141,20 @@ def test_many_keys_are_listed_up_to_a_bound_and_few_carry_intervals(
     assert view["keys"][0]["key"] == "25"  # the key an anomaly names first
     assert [k["key"] for k in view["keys"][1:4]] == ["0", "1", "2"]
     assert sum("ops" in k for k in view["keys"]) == MAX_KEYS
+
+
+def test_a_pair_the_checker_names_is_drawn_and_counted_once() -> None:
+    h = HistoryBuilder()
+    h.op(0, "invoke", "send", [["send", 0, 1]])
+    a = h.op(0, "ok", "send", [["send", 0, [1, 1]]])
+    h.op(1, "invoke", "send", [["send", 0, 2]])
+    b = h.op(1, "ok", "send", [["send", 0, [0, 2]]])
+    op_a, op_b = {"index": a, "process": "0"}, {"index": b, "process": "1"}
+    ww = {"from": op_b, "to": op_a, "rel": "ww", "key": 0, "v1": 2, "v2": 1, "o1": 0, "o2": 1}
+    cycle = {"steps": [ww, {"from": op_a, "to": op_b, "rel": "realtime"}], "explanation": "."}
+    results = {"valid": False, "anomalies": {"G0-realtime": [cycle]}}
+    pairs = _pairs(h)
+    (key,) = linear_view(pairs, {}, cycle_views(pairs, results), results)["keys"]
+    assert (key["violations"], key["checker_pairs"], key["pairs_total"]) == (1, 1, 1)
+    ((x, y, c),) = key["pairs"]
+    assert (key["ops"]["index"][x], key["ops"]["index"][y], c) == (a, b, 0)
