@@ -43,19 +43,26 @@ class MetadataLoader:
         self.image = EMPTY_IMAGE
         self.publishers: list[MetadataPublisher] = []
         self.leader: tuple[int | None, int] = (None, 0)
+        #: a loaded snapshot not yet published: it goes out with the next commit
+        self._unpublished: MetadataDelta | None = None
 
     def install_publisher(self, publisher: MetadataPublisher) -> None:
         self.publishers.append(publisher)
         publisher.on_metadata_update(MetadataDelta(self.image), self.image)
 
     def handle_commit(self, entries: list[LogEntry]) -> None:
-        delta = MetadataDelta(self.image)
+        delta, self._unpublished = self._unpublished or MetadataDelta(self.image), None
         for entry in entries:
             delta.replay(decode_record(entry.data), entry.offset)
         self._publish(delta)
 
     def handle_load_snapshot(self, snapshot: Snapshot) -> None:
-        self._publish(decode_snapshot(snapshot.data, snapshot.snapshot_id.offset))
+        """The snapshot becomes the image, published with the entries committed
+        after it and never alone: a node's own snapshot is older than the log
+        it catches up to, and a broker that applied it would lead partitions in
+        epochs long gone (KRaft's loader publishes nothing while it catches up)."""
+        self._unpublished = decode_snapshot(snapshot.data, snapshot.snapshot_id.offset)
+        self.image = self._unpublished.apply()
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.leader = (leader_id, epoch)

@@ -142,6 +142,26 @@ def test_loader_publishes_committed_images_and_snapshots() -> None:
         loader.handle_load_snapshot(Snapshot(OffsetAndEpoch(3, 9), b'{"type": "X"}'))
 
 
+def test_a_snapshot_is_published_with_the_entries_after_it_never_alone() -> None:
+    """A restarting node loads its own snapshot, older than the log it then
+    catches up on: its broker must never see the snapshot's leaderships alone
+    (it would lead partitions in epochs long gone)."""
+    old = with_records(
+        cluster_image([1, 2]),
+        [TopicRecord("t", "id-t"), PartitionRecord("id-t", 0, (1, 2), (1, 2), 1, leader_epoch=4)],
+    )
+    loader = MetadataLoader()
+    recorder = Recorder()
+    loader.install_publisher(recorder)
+    loader.handle_load_snapshot(Snapshot(OffsetAndEpoch(3, old.offset), encode_snapshot(old)))
+    assert len(recorder.seen) == 1  # only the empty image given at install
+    moved = PartitionChangeRecord("id-t", 0, leader=2, isr=(2,))
+    loader.handle_commit([LogEntry(old.offset, 3, encode_record(moved))])
+    assert len(recorder.seen) == 2
+    (partition,) = recorder.seen[-1][1].topics["id-t"].partitions.values()
+    assert (partition.leader, partition.leader_epoch) == (2, 5)
+
+
 def test_local_changes_tell_a_broker_what_to_lead_follow_and_drop() -> None:
     image = with_partition(cluster_image([1, 2, 3]), (1, 2), (1, 2), 1, "a")
     image = with_partition(image, (2, 3), (2, 3), 2, "b")
