@@ -106,6 +106,8 @@ class QuorumController:
         self.loader.handle_commit(entries)
         if not self.active:
             self.image = self.loader.image
+        if not entries:
+            return
         committed_end = entries[-1].offset + 1
         done = [w for w in self._waiting if w.last_offset < committed_end]
         self._waiting = [w for w in self._waiting if w.last_offset >= committed_end]

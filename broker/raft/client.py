@@ -77,7 +77,8 @@ class RaftListener(Protocol):
     """The state machine above the log (the controller, a broker's metadata loader)."""
 
     def handle_commit(self, entries: list[LogEntry]) -> None:
-        """Committed data entries, in offset order, each delivered once per incarnation."""
+        """Committed data entries, in offset order, each delivered once per
+        incarnation; empty right after a snapshot that nothing followed."""
 
     def handle_load_snapshot(self, snapshot: Snapshot) -> None:
         """Replace all state with ``snapshot``; commits continue from its offset."""
@@ -559,7 +560,8 @@ class RaftClient:
         hw = self.high_watermark
         if hw is None or not self._catching_up_done(hw):
             return
-        if self._applied < self.log.start_offset:
+        loaded = self._applied < self.log.start_offset
+        if loaded:
             snapshot = self.log.latest_snapshot()
             if snapshot is None:
                 raise AssertionError("log starts after 0 without a snapshot")
@@ -571,8 +573,8 @@ class RaftClient:
             entries = self.log.read(self._applied, min(hw - self._applied, 1024))
             data += [e for e in entries if e.kind is EntryKind.DATA]
             self._applied = entries[-1].offset + 1
-        if data and self.listener is not None:
-            self.listener.handle_commit(data)
+        if (data or loaded) and self.listener is not None:
+            self.listener.handle_commit(data)  # a loaded snapshot goes out with it
         state = self.quorum.state
         if (
             isinstance(state, LeaderState)

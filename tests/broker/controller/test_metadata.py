@@ -160,6 +160,10 @@ def test_a_snapshot_is_published_with_the_entries_after_it_never_alone() -> None
     assert len(recorder.seen) == 2
     (partition,) = recorder.seen[-1][1].topics["id-t"].partitions.values()
     assert (partition.leader, partition.leader_epoch) == (2, 5)
+    # a snapshot nothing followed goes out with the (empty) commit after it
+    loader.handle_load_snapshot(Snapshot(OffsetAndEpoch(3, old.offset), encode_snapshot(old)))
+    loader.handle_commit([])
+    assert len(recorder.seen) == 3 and recorder.seen[-1][1] == old
 
 
 def test_local_changes_tell_a_broker_what_to_lead_follow_and_drop() -> None:
