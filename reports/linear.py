@@ -203,7 +203,7 @@ def _intervals(
         for name in ("t0", "t1", "offset", "value", "index", "process", "f"):
             cols[name].append(op[name])
         cols["mop"].append("r")
-    drawn = [[at[x], at[y], -1] for x, y in computed]
+    drawn = [[at[x], at[y], -1] for x, y in computed if x in at and y in at]
     for p in placed["pairs"]:
         x, y = slot.get((p["from"], p["from_offset"])), slot.get((p["to"], p["to_offset"]))
         if x is not None and y is not None:

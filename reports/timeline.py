@@ -65,10 +65,10 @@ def _grudge(grudge: Mapping[str, list[Any]]) -> tuple[list[str], str]:
         if drops:
             sides.setdefault(tuple(sorted(map(str, drops))), []).append(str(node))
     written: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
-    for drops, nodes in sides.items():
+    for dropped, nodes in sides.items():
         side = tuple(sorted(nodes))
-        if (drops, side) not in written:
-            written.append((side, drops))
+        if (dropped, side) not in written:
+            written.append((side, dropped))
     names = sorted({n for side, drops in written for n in side + drops})
     return names, "; ".join(" ".join(s) + " \u27c2 " + " ".join(d) for s, d in written)
 
