@@ -6,6 +6,7 @@ controller listener accepts), and processes stopped only by their own PIDs."""
 from __future__ import annotations
 
 import contextlib
+import random
 import socket
 import time
 from dataclasses import dataclass, field
@@ -13,14 +14,27 @@ from pathlib import Path
 
 from broker.launcher import BrokerProcess, await_ready
 
+#: where listening ports are drawn from: below the kernel's ephemeral range
+#: (32768 and up by default), so that no outgoing connection of another
+#: process takes a port between its pick and the broker's bind
+PORT_RANGE = range(20000, 32768)
+
 
 def free_ports(count: int) -> list[int]:
-    """Ports the kernel hands out now; bound together so they are distinct."""
+    """Distinct ports free now, drawn at random from ``PORT_RANGE``; held
+    together while picked so they are distinct."""
+    rng = random.SystemRandom()
     with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
+        ports: list[int] = []
+        while len(ports) < count:
+            sock = stack.enter_context(socket.socket())
+            port = rng.choice(PORT_RANGE)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            ports.append(port)
+        return ports
 
 
 @dataclass
