@@ -95,27 +95,13 @@ def _over(browser: Chromium, selector: str) -> tuple[float, float, float, float]
 
 
 def _drag(browser: Chromium, start: tuple[float, float], end: tuple[float, float]) -> None:
-    browser.call("Input.dispatchMouseEvent", type="mouseMoved", x=start[0], y=start[1])
-    browser.call(
-        "Input.dispatchMouseEvent",
-        type="mousePressed",
-        x=start[0],
-        y=start[1],
-        button="left",
-        buttons=1,
-        clickCount=1,
-    )
-    browser.call(
-        "Input.dispatchMouseEvent", type="mouseMoved", x=end[0], y=end[1], button="left", buttons=1
-    )
-    browser.call(
-        "Input.dispatchMouseEvent",
-        type="mouseReleased",
-        x=end[0],
-        y=end[1],
-        button="left",
-        clickCount=1,
-    )
+    def mouse(kind: str, at: tuple[float, float], **held: int | str) -> None:
+        browser.call("Input.dispatchMouseEvent", type=kind, x=at[0], y=at[1], **held)
+
+    mouse("mouseMoved", start)
+    mouse("mousePressed", start, button="left", buttons=1, clickCount=1)
+    mouse("mouseMoved", end, button="left", buttons=1)
+    mouse("mouseReleased", end, button="left", clickCount=1)
 
 
 def test_linearizability_view_draws_highlights_hovers_and_zooms(
