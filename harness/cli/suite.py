@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -72,7 +73,7 @@ def load_matrix(path: Path) -> tuple[str, list[tuple[str, dict[str, Any], list[s
     unknown = set(doc) - {"name", "base", "matrix", "expect", "cases"}
     if unknown:
         raise UsageError(f"{path}: unknown field(s) {', '.join(sorted(unknown))}")
-    base = _mapping(doc.get("base") or {}, f"{path}: base")
+    base = _anchored(_mapping(doc.get("base") or {}, f"{path}: base"), path)
     axes = _mapping(doc.get("matrix") or {}, f"{path}: matrix")
     cases: list[tuple[str, dict[str, Any], list[str]]] = []
     keys = list(axes)
@@ -80,13 +81,13 @@ def load_matrix(path: Path) -> tuple[str, list[tuple[str, dict[str, Any], list[s
     expect = _expect(doc.get("expect", "valid"), f"{path}: expect")
     if keys:
         for combo in itertools.product(*values):
-            settings = dict(zip(keys, combo, strict=True))
+            settings = _anchored(dict(zip(keys, combo, strict=True)), path)
             cases.append((_case_name(settings), settings, expect))
     extra = doc.get("cases") or []
     if not isinstance(extra, list):
         raise UsageError(f"{path}: cases must be a list")
     for i, raw in enumerate(extra, 1):
-        settings = dict(_mapping(raw, f"{path}: cases[{i}]"))
+        settings = _anchored(_mapping(raw, f"{path}: cases[{i}]"), path)
         want = _expect(settings.pop("expect", "invalid"), f"{path}: cases[{i}].expect")
         name = str(settings.pop("name", "") or _case_name(settings))
         cases.append((name, settings, want))
@@ -103,6 +104,15 @@ def load_matrix(path: Path) -> tuple[str, list[tuple[str, dict[str, Any], list[s
         except SpecError as e:
             raise UsageError(str(e)) from None
     return str(doc.get("name") or path.stem), [(n, {**base, **s}, e) for n, s, e in cases]
+
+
+def _anchored(settings: dict[str, Any], suite: Path) -> dict[str, Any]:
+    """A case's schedule file named relative to its suite file, so that a suite
+    runs from any directory."""
+    schedule = settings.get("schedule")
+    if isinstance(schedule, str) and schedule and not Path(schedule).is_absolute():
+        return {**settings, "schedule": os.path.relpath(suite.parent / schedule)}
+    return settings
 
 
 def _mapping(v: Any, where: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Suite cases may name the anomaly kinds their invalid verdict must include."""
+"""Suite cases: the anomaly kinds their invalid verdict must include, and
+schedule files named beside the suite."""
 
 from __future__ import annotations
 
@@ -34,3 +35,9 @@ def test_the_nightly_matrix_resolves_with_its_bug_cases() -> None:
     _, cases = load_matrix(nightly)
     bugs = [s for _, s, _ in cases if s.get("bug")]
     assert bugs and all(s["anomalies"] for s in bugs)
+
+
+def test_a_case_schedule_is_read_beside_its_suite(tmp_path: Path) -> None:
+    (tmp_path / "cut.yml").write_text("faults:\n- {at: 1, fault: kill, target: one, duration: 2}\n")
+    _, cases = load_matrix(matrix(tmp_path, "{schedule: cut.yml, seed: 1}"))
+    assert Path(cases[0][1]["schedule"]).resolve() == tmp_path / "cut.yml"
