@@ -48,19 +48,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             kwargs["metavar"] = "|".join(opt.choices)
         if opt.is_switch:
             kwargs["action"] = argparse.BooleanOptionalAction
-        if opt.name == "bug":
+        if opt.is_list:  # repeated, each comma-separated: `--bug a,b --bug c` is three
             kwargs["action"] = "append"
         parser.add_argument(*opt.flags, **kwargs)
     parser.set_defaults(run=_run)
 
 
 def spec_from_args(args: argparse.Namespace) -> TestSpec:
-    overrides = {o.name: getattr(args, o.name) for o in OPTIONS}
+    overrides = {o.name: _joined(getattr(args, o.name)) for o in OPTIONS}
     try:
         config = load_config(args.config) if args.config else None
         return resolve(config, overrides, args.config or "config")
     except SpecError as e:
         raise UsageError(str(e)) from None
+
+
+def _joined(value: Any) -> Any:
+    """A repeated list flag as the one comma-separated value it adds up to."""
+    return ",".join(value) if isinstance(value, list) else value
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -29,6 +29,15 @@ def test_flags_and_config_file_merge(tmp_path: Path) -> None:
     assert spec.bug == ("early-ack", "no-dedup", "read-above-hw")
 
 
+def test_every_list_flag_adds_up_when_repeated() -> None:
+    spec = parse(
+        *("--broker-config", "a.b=1,c.d=2", "--broker-config", "e.f=3"),
+        *("--nemesis", "kill", "--nemesis", "pause,partition"),
+    )
+    assert spec.broker_config == ("a.b=1", "c.d=2", "e.f=3")
+    assert spec.nemesis == ("kill", "pause", "partition")
+
+
 def test_switches_and_kafkas_spellings() -> None:
     assert parse("--no-idempotence", "--crash-clients").idempotence is False
     assert parse("--crash-clients").crash_clients is True
