@@ -99,13 +99,16 @@ BUGS: dict[str, Bug] = {
         ),
         Bug(
             "no-epoch-fencing",
-            "a deposed leader that keeps accepting produce requests (split brain, as in "
-            "Jepsen's 2013 Kafka analysis of partitioned leaders)",
-            "unseen (and now and then inconsistent-offsets): acks=1 writes the deposed "
-            "leader acknowledged are absent from the new leader's log, which diverges from "
-            "its own",
-            "a replica that led an earlier leader epoch still takes produce requests after "
-            "the controller moved leadership elsewhere",
+            "split brain through ISR changes that no epoch fences: Kafka makes every ISR "
+            "change a conditional update of the controller's state (the ZooKeeper version "
+            "before 2.7, the leader and partition epochs of AlterPartition since KIP-497), "
+            "so a leader cut off from the controller cannot shrink its ISR to the followers "
+            "cut off with it",
+            "lost-write and inconsistent-offsets: acks=all writes a leader cut off with one "
+            "follower acknowledged are truncated away once the controller's new leader, the "
+            "third replica, is back in reach",
+            "a leader takes lagging followers out of its ISR at once, on its own authority, "
+            "instead of when the controller commits the change",
         ),
     )
 }

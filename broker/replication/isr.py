@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from broker import bugs
 from broker.errors import ErrorCode
 from broker.replication import controller_apis as apis
 from broker.replication.controller_channel import ControllerUnavailable
@@ -76,6 +77,8 @@ class IsrManager:
             if isinstance(partition, ReplicatedPartition):
                 lagging = set(partition.lagging(self.lag_ms))
                 if lagging:
+                    if bugs.active("no-epoch-fencing"):
+                        partition.shrink_isr_unfenced(lagging)
                     self._propose(partition, _without(lagging), None)
 
     async def run(self) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from broker import bugs
 from broker.errors import ErrorCode, KafkaError
@@ -74,7 +75,6 @@ class ReplicatedPartition(Partition):
         self.joining: dict[int, int] = {}
         self._acks: list[tuple[int, asyncio.Future[None]]] = []
         self._data_waiters: set[asyncio.Future[None]] = set()
-        self.deposed = False  # led an earlier epoch, another replica leads now
         self._reset_followers()
         self.maybe_advance_hw()  # a leader without followers is its own ISR
 
@@ -88,10 +88,6 @@ class ReplicatedPartition(Partition):
             self.assignment.leader != self.node_id
             or assignment.leader_epoch != self.assignment.leader_epoch
         )
-        if assignment.leader == self.node_id:
-            self.deposed = False
-        elif self.is_leader:
-            self.deposed = True
         self.assignment = assignment
         self.joining = {
             r: epoch
@@ -106,10 +102,16 @@ class ReplicatedPartition(Partition):
         self.wake()
 
     # -- leader --------------------------------------------------------------------------
-    def check_leader(self, node_id: int) -> None:
-        if bugs.active("no-epoch-fencing") and self.deposed:
-            return  # split brain: the deposed leader still takes produce requests
-        super().check_leader(node_id)
+    def shrink_isr_unfenced(self, lagging: set[int]) -> None:
+        """The ``no-epoch-fencing`` bug: the leader takes lagging followers out of
+        its ISR at once, on its own authority, instead of when the controller
+        commits the change it checked against the leader and partition epochs.
+        A leader cut off from the controller together with one follower then
+        acknowledges acks=all writes that only the two of them hold, while the
+        controller has already made another replica leader."""
+        isr = [r for r in self.assignment.isr if r not in lagging]
+        self.assignment = replace(self.assignment, isr=isr)
+        self.maybe_advance_hw()
 
     def _reset_followers(self) -> None:
         """A new leadership: followers' positions are unknown until they fetch again,
