@@ -1,4 +1,5 @@
-"""The Raft client of one controller voter (KRaft's ``KafkaRaftClient``).
+"""The Raft client of one node of the metadata quorum (KRaft's ``KafkaRaftClient``):
+a controller is a voter, a broker-only node an observer.
 
 It is a deterministic state machine driven from outside: ``poll()`` fires timers,
 ``handle()`` takes a delivered message, ``append()`` writes as leader. Time comes
@@ -17,7 +18,11 @@ What it implements:
   counted only once it covers the leader's own leader-change entry;
 - failure detection: a follower that hears nothing from its leader for the fetch
   timeout stands for election; a leader that hears from no majority for 1.5 fetch
-  timeouts resigns (check-quorum).
+  timeouts resigns (check-quorum);
+- observers: a node outside the voter set fetches like a follower but never votes
+  nor stands, and the leader does not count it for the high watermark. Without a
+  leader it knows (at start, or once its leader went silent for the fetch timeout)
+  it fetches from a random voter, whose answer names the current leader and epoch.
 """
 
 from __future__ import annotations
@@ -111,8 +116,6 @@ class RaftClient:
         rng: random.Random,
         config: RaftConfig | None = None,
     ) -> None:
-        if node_id not in voters:
-            raise ValueError(f"node {node_id} is not among the voters {sorted(voters)}")
         self.node_id = node_id
         self.voters = voters
         self.log = log
@@ -127,6 +130,7 @@ class RaftClient:
         self._applied = 0
         self._caught_up = False
         self._announced: tuple[int | None, int] | None = None
+        self._next_discovery_ms = 0
 
     # -- public surface ------------------------------------------------------------------
     def register(self, listener: RaftListener) -> None:
@@ -136,8 +140,12 @@ class RaftClient:
 
     def start(self) -> None:
         self.quorum.restore(self._election_deadline())
-        if len(self.voters) == 1:
+        if self.voters == {self.node_id}:
             self._become_prospective()
+
+    @property
+    def is_voter(self) -> bool:
+        return self.quorum.is_voter
 
     @property
     def epoch(self) -> int:
@@ -206,7 +214,9 @@ class RaftClient:
         now = self.clock.now_ms()
         self._inflight = {c: f for c, f in self._inflight.items() if f.deadline > now}
         state = self.quorum.state
-        if isinstance(state, UnattachedState | VotedState):
+        if not self.is_voter and isinstance(state, UnattachedState):
+            self._discover_leader(now)
+        elif isinstance(state, UnattachedState | VotedState):
             if now >= state.election_deadline:
                 self._become_prospective()
         elif isinstance(state, ProspectiveState):
@@ -270,6 +280,9 @@ class RaftClient:
             self._send_unless_inflight(voter, BeginQuorumEpochRequest(self.node_id, state.epoch))
 
     def _poll_follower(self, state: FollowerState, now: int) -> None:
+        if now >= state.fetch_deadline and not self.is_voter:
+            self._discover_leader(now)
+            return
         if now >= state.fetch_deadline:
             self._become_prospective()
             return
@@ -285,14 +298,26 @@ class RaftClient:
                 self.config.snapshot_chunk_bytes,
             )
         else:
-            request = FetchRequest(
-                self.node_id,
-                state.epoch,
-                self.log.end_offset,
-                self.log.last_fetched_epoch(),
-                self.config.max_fetch_entries,
-            )
+            request = self._fetch_request()
         self._send(state.leader_id, request)
+
+    def _discover_leader(self, now: int) -> None:
+        """An observer without a live leader fetches from a random voter (KRaft's
+        bootstrap servers): a voter that is not the leader answers with the leader
+        and epoch it knows, which ``_observe`` follows; the leader itself serves it."""
+        if now < self._next_discovery_ms or self._inflight:
+            return
+        self._next_discovery_ms = now + self.config.fetch_interval_ms
+        self._send(self.rng.choice(sorted(self.voters)), self._fetch_request())
+
+    def _fetch_request(self) -> FetchRequest:
+        return FetchRequest(
+            self.node_id,
+            self.epoch,
+            self.log.end_offset,
+            self.log.last_fetched_epoch(),
+            self.config.max_fetch_entries,
+        )
 
     def _poll_resigned(self, state: ResignedState, now: int) -> None:
         if now >= state.election_deadline:
@@ -322,7 +347,7 @@ class RaftClient:
         return ErrorCode.fenced_leader_epoch if epoch < self.epoch else ErrorCode.none
 
     def _handle_vote(self, request: VoteRequest) -> VoteResponse:
-        if request.candidate_id not in self.voters:
+        if request.candidate_id not in self.voters or not self.is_voter:
             return VoteResponse(ErrorCode.inconsistent_voter_set, *self._who(), False)
         if request.pre_vote:
             return self._handle_pre_vote(request)

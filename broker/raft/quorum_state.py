@@ -1,4 +1,4 @@
-"""The Raft roles of one voter and the only transitions allowed between them.
+"""The Raft roles of one node and the only transitions allowed between them.
 
 Legal transitions (as KRaft's ``QuorumState`` with KIP-996 pre-vote; "higher" = a
 larger epoch):
@@ -34,6 +34,10 @@ the quorum cannot inflate the epoch and depose a healthy leader when it returns.
 
 Every transition is persisted (epoch, vote, leader) before it takes effect, so a
 restarted voter never votes twice in one epoch nor leads an epoch it already led.
+
+A node outside the voter set is an observer (a KRaft broker-only node): it follows
+the leader's log but is only ever Unattached or Follower, so it never votes, never
+stands and never counts towards a majority.
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ class Role(enum.Enum):
     FOLLOWER = "follower"
     RESIGNED = "resigned"
 
+
+#: the only roles of an observer
+OBSERVER_ROLES = frozenset({Role.UNATTACHED, Role.FOLLOWER})
 
 TRANSITIONS: dict[Role, frozenset[Role]] = {
     Role.UNATTACHED: frozenset({Role.UNATTACHED, Role.VOTED, Role.PROSPECTIVE, Role.FOLLOWER}),
@@ -249,6 +256,10 @@ class QuorumState:
         self.state: AnyState = UnattachedState(epoch=0, election_deadline=0)
 
     @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.voters
+
+    @property
     def epoch(self) -> int:
         return self.state.epoch
 
@@ -267,18 +278,19 @@ class QuorumState:
     def restore(self, election_deadline: int) -> ElectionState | None:
         """Resume from the store: a node that led its epoch comes back Resigned, one
         that knew a leader follows it again and one that voted keeps its vote, so no
-        restart can lead to a second vote in an epoch; otherwise it waits Unattached."""
+        restart can lead to a second vote in an epoch; otherwise it waits Unattached.
+        A former voter restarted as an observer keeps only the epoch and leader."""
         saved = self._store.read()
         if saved is None:
             self.state = UnattachedState(epoch=0, election_deadline=election_deadline)
-        elif saved.leader_id == self.node_id:
+        elif saved.leader_id == self.node_id and self.is_voter:
             others = set(self.voters) - {self.node_id}
             self.state = ResignedState(
                 saved.epoch, election_deadline, others, tuple(sorted(others))
             )
-        elif saved.leader_id is not None:
+        elif saved.leader_id not in (None, self.node_id):
             self.state = FollowerState(saved.epoch, saved.leader_id, election_deadline)
-        elif saved.voted_for is not None:
+        elif saved.voted_for is not None and self.is_voter:
             self.state = VotedState(saved.epoch, saved.voted_for, election_deadline)
         else:
             self.state = UnattachedState(saved.epoch, election_deadline)
@@ -288,6 +300,8 @@ class QuorumState:
         old = self.state
         if new.role not in TRANSITIONS[old.role]:
             raise IllegalTransitionError(f"{old.role.value} -> {new.role.value} is not allowed")
+        if not self.is_voter and new.role not in OBSERVER_ROLES:
+            raise IllegalTransitionError(f"observer {self.node_id} cannot be {new.role.value}")
         self._check_epoch(old, new)
         self._store.write(self._election_state(new))
         self.state = new

@@ -137,7 +137,10 @@ class SimCluster:
         log_factory: Callable[[int], ReplicatedLog] | None = None,
         snapshot_every: int = 40,
         config: RaftConfig | None = None,
+        observers: int = 0,
     ) -> None:
+        """``voters`` nodes 1..voters form the quorum; ``observers`` more nodes
+        after them follow it without voting (KRaft's broker-only nodes)."""
         self.rng = random.Random(seed)
         self.clock = VirtualClock()
         self.network = Network(self.clock, random.Random(seed * 7919 + 1))
@@ -148,8 +151,11 @@ class SimCluster:
             request_timeout_ms=250,
         )
         self.ids = frozenset(range(1, voters + 1))
+        self.observer_ids = frozenset(range(voters + 1, voters + observers + 1))
         make_log = log_factory or (lambda _node: MemoryLog())
-        self.nodes = {i: Node(i, make_log(i), MemoryQuorumStateStore()) for i in self.ids}
+        self.nodes = {
+            i: Node(i, make_log(i), MemoryQuorumStateStore()) for i in self.ids | self.observer_ids
+        }
         self.snapshot_every = snapshot_every
         self.log_factory = log_factory
         self.leaders: dict[int, int] = {}
@@ -157,7 +163,7 @@ class SimCluster:
         self.committed: dict[int, LogEntry] = {}
         self.max_leader_hw = 0
         self.appended = 0
-        for node_id in self.ids:
+        for node_id in sorted(self.nodes):
             self.start(node_id)
 
     # -- lifecycle -----------------------------------------------------------------------
