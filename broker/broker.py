@@ -1,15 +1,16 @@
 """The broker process. Every part is built here, once, and handed what it uses, as
 Kafka's ``BrokerServer`` does: storage and the ``ReplicaManager``; on a cluster the
-node's quorum and controller-facing parts (``ClusterNode``); the group and
-transaction coordinators; the metadata publisher; and the socket server. It then runs
-the periodic flush, retention, compaction and checkpoint tasks until SIGTERM."""
+node's quorum (``QuorumNode``: a voter with its controller on a combined node, an
+observer on a broker-only one) and controller-facing parts (``ClusterNode``); the
+group and transaction coordinators; the metadata publisher; and the socket server.
+It then runs the periodic flush, retention, compaction and checkpoint tasks until
+stopped."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import signal
 from collections.abc import Callable
 
 from broker.api.context import BrokerContext
@@ -28,6 +29,7 @@ from broker.network.server import SocketServer
 from broker.replication.cluster_node import ClusterNode
 from broker.replication.forwarding import ForwardingManager
 from broker.replication.metadata_publisher import BrokerMetadataPublisher
+from broker.replication.quorum_node import QuorumNode
 from broker.server.metadata_cache import BrokerEndpoint, LocalMetadataCache, MetadataCache
 from broker.server.replica_manager import ReplicaManager
 from broker.server.topics import TopicStore
@@ -49,7 +51,8 @@ class Broker:
         self.marker_sender: MarkerSender | None = None
         group = GroupCoordinator(group_config(config), manager)
         if config["controller.quorum.voters"]:
-            cluster = self.cluster = ClusterNode(config, self.ledger, manager, self.endpoint)
+            quorum = QuorumNode(config, self.ledger)
+            cluster = self.cluster = ClusterNode(config, quorum, manager, self.endpoint)
             metadata_cache: MetadataCache = cluster.metadata_cache
             forwarding: ForwardingManager | None = cluster.forwarding
             self.marker_sender = MarkerSender(node_id)
@@ -98,7 +101,11 @@ class Broker:
         self.request_metrics = RequestMetrics()
         self.server = SocketServer(API_TABLE, context, self.request_metrics)
         self._tasks: list[asyncio.Task[None]] = []
-        self._stopping = asyncio.Event()
+
+    @property
+    def listen(self) -> str:
+        """Where clients reach it, once started."""
+        return f"{self.config.host}:{self.endpoint.port}"
 
     async def start(self) -> None:
         if self.clean_start:  # durably: a crash from here on must be recovered as unclean
@@ -159,20 +166,3 @@ class Broker:
         self.replica_manager.close()
         (self.config.data_dir / CLEAN_SHUTDOWN_FILE).touch()
         self.ledger.close()
-
-    def request_stop(self) -> None:
-        self._stopping.set()
-
-    async def run_until_stopped(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.request_stop)
-        await self.start()
-        listen = f"{self.config.host}:{self.endpoint.port}"
-        ready = f"jepka broker ready node_id={self.config.node_id} listen={listen}"
-        log.info(ready)
-        print(ready, flush=True)
-        await self._stopping.wait()
-        log.info("shutting down")
-        await self.stop()
-        log.info("stopped")

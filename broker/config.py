@@ -47,6 +47,17 @@ def _str(text: str) -> str:
     return text.strip()
 
 
+BROKER_ROLE, CONTROLLER_ROLE = "broker", "controller"
+
+
+def _roles(text: str) -> str:
+    """``process.roles`` in one spelling (sorted), so comparisons need no parsing."""
+    roles = {r.strip() for r in text.split(",") if r.strip()}
+    if not roles or not roles <= {BROKER_ROLE, CONTROLLER_ROLE}:
+        raise ValueError("expected broker, controller or broker,controller")
+    return ",".join(sorted(roles))
+
+
 @dataclass(frozen=True)
 class Key:
     parse: Callable[[str], Any]
@@ -114,8 +125,10 @@ BROKER_KEYS: dict[str, Key] = {
     "group.initial.rebalance.delay.ms": Key(_int, 3000, 0),
     "group.max.size": Key(_int, 2**31 - 1, 1),
     "offsets.retention.minutes": Key(_int, 10080, 1),
-    # Combined-mode cluster (``--voters``); empty: a single node, no controller quorum.
+    # A cluster (``--voters``); empty: a single node, no controller quorum.
     "controller.quorum.voters": Key(_str, ""),
+    # What a cluster node runs: a broker, a controller (a voter of the quorum), or both.
+    "process.roles": Key(_roles, "broker,controller"),
     "controller.quorum.election.timeout.ms": Key(_int, 1000, 1),
     "controller.quorum.fetch.timeout.ms": Key(_int, 2000, 1),
     "controller.quorum.request.timeout.ms": Key(_int, 500, 1),
@@ -152,6 +165,14 @@ class BrokerConfig:
     def topic_defaults(self) -> dict[str, Any]:
         """Broker-level values of every topic-level key: what a topic inherits."""
         return {name: self[name] for name in TOPIC_KEYS}
+
+    @property
+    def is_broker(self) -> bool:
+        return BROKER_ROLE in self["process.roles"].split(",")
+
+    @property
+    def is_controller(self) -> bool:
+        return CONTROLLER_ROLE in self["process.roles"].split(",")
 
     @property
     def advertised_host(self) -> str:

@@ -2,7 +2,8 @@
 (for tests, benchmarks and local tooling); stopping them only by their own PIDs.
 
 One :class:`BrokerProcess` is a single-node broker or, given ``voters``, one
-node of a combined-mode cluster (``broker.replication.local_cluster``)."""
+node of a cluster (``broker.replication.local_cluster``): combined, broker-only
+or controller-only, as its ``process.roles`` setting says."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ class BrokerProcess:
     proc: subprocess.Popen[str] | None = None
     port: int = 0  # 0: any free port, learnt from the ready line
     bugs: list[str] = field(default_factory=list)
-    voters: str = ""  # combined mode: the quorum as ID@HOST:PORT,...
-    controller_port: int = 0
+    voters: str = ""  # a cluster node: the quorum as ID@HOST:PORT,...
+    controller_port: int = 0  # a voter's; 0 on a broker-only node
 
     @property
     def address(self) -> str:

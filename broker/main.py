@@ -6,16 +6,48 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from broker import bugs
 from broker.config import BrokerConfig, ConfigError
 from broker.server_properties import load_config
 
+log = logging.getLogger(__name__)
 BAD_INPUT = 254
 CRASHED = 255
+
+
+class Server(Protocol):
+    """A broker or a controller-only node: what ``serve`` runs."""
+
+    @property
+    def listen(self) -> str:
+        """HOST:PORT it serves on once started (a controller: its controller listener)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def serve(server: Server, config: BrokerConfig) -> None:
+    """Starts ``server``, prints the ready line launchers wait for, and stops it
+    cleanly on SIGTERM or SIGINT."""
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    await server.start()
+    ready = f"jepka broker ready node_id={config.node_id} listen={server.listen}"
+    log.info(ready)
+    print(ready, flush=True)
+    await stopping.wait()
+    log.info("shutting down")
+    await server.stop()
+    log.info("stopped")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--voters",
         metavar="ID@HOST:PORT,...",
-        help="controller quorum voters (combined mode); without it a single node",
+        help="controller quorum voters (the controllers' controller listeners); without it "
+        "a single node",
     )
 
 
@@ -76,15 +109,17 @@ def run(config: BrokerConfig) -> int:
     # 0.1 s a start and write `.hypothesis/` into the node's directory.
     sys.modules.setdefault("hypothesis", None)
     from broker.broker import Broker
+    from broker.controller_server import ControllerServer
 
     async def main() -> None:
+        server: Server
         try:
-            broker = Broker(config)
+            server = Broker(config) if config.is_broker else ControllerServer(config)
         except ValueError as e:  # unreadable metadata in the data dir
             raise ConfigError(str(e)) from None
         except OSError as e:  # an unusable data dir (permissions, not a directory...)
             raise ConfigError(f"--data-dir {config.data_dir}: {e}") from None
-        await broker.run_until_stopped()
+        await serve(server, config)
 
     asyncio.run(main())
     return 0
@@ -105,6 +140,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"broker: {e}", file=sys.stderr)
         return BAD_INPUT
     except Exception as e:
-        logging.getLogger(__name__).exception("broker crashed")
+        log.exception("broker crashed")
         print(f"broker: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return CRASHED

@@ -3,8 +3,10 @@
 ``jepka broker --config server.properties`` alone starts a node, as
 ``kafka-server-start.sh server.properties`` starts Kafka: the file's layout
 settings give what the command line would (``node.id``, the broker listener
-of ``listeners``, ``advertised.listeners``, ``log.dirs``), the combined
-roles are checked, every other key of Kafka's own is applied, and the
+of ``listeners`` — a controller-only node's controller listener —,
+``advertised.listeners``, ``log.dirs``), ``process.roles`` says whether the
+node is a broker, a controller or both, every other key of Kafka's own is
+applied, and the
 settings of Kafka's shipped template that have no counterpart here (thread
 counts, socket buffers) are accepted and ignored by name. Anything else is
 refused, naming the key and the line.
@@ -51,6 +53,9 @@ IGNORED_KEYS = frozenset(
         "group.coordinator.rebalance.protocols",
     }
 )
+#: KIP-853's dynamic quorum, whose voters come from the log; the voter set here
+#: is static
+DYNAMIC_QUORUM_KEY = "controller.quorum.bootstrap.servers"
 #: Kafka's coarser spellings of the retention time, finest first, with the
 #: factor to milliseconds; the finest given wins, as in Kafka
 MILLIS = {"log.retention.ms": 1, "log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
@@ -85,19 +90,28 @@ def read_layout(items: Iterable[tuple[str, str]]) -> Layout:
             continue
         elif key in MILLIS:
             retention[key] = (where, value)
+        elif key == DYNAMIC_QUORUM_KEY:
+            raise ConfigError(
+                f"{where}: {key} (a dynamic quorum, KIP-853) is not supported: "
+                "name the controllers in controller.quorum.voters"
+            )
         else:
             layout.settings.append((where, item))
     finest = next((k for k in MILLIS if k in retention), None)
     if finest is not None:
         where, value = retention[finest]
         layout.settings.append((where, f"retention.ms={_millis(finest, value, where)}"))
-    _roles(raw.get("process.roles"))
+    controller_only = False
+    if "process.roles" in raw:
+        where, value = raw["process.roles"]
+        layout.settings.append((where, f"process.roles={value}"))
+        controller_only = {r.strip() for r in value.split(",")} == {"controller"}
     if "node.id" in raw:
         where, value = raw["node.id"]
         if not value.isdigit():
             raise ConfigError(f"{where}: node.id must be a number, got {value!r}")
         layout.node_id = int(value)
-    layout.listen = _broker_listener(raw)
+    layout.listen = _broker_listener(raw, controller_only)
     if "advertised.listeners" in raw:
         advertised = _listeners(*raw["advertised.listeners"])
         name = _broker_listener_name(
@@ -120,18 +134,6 @@ def _millis(key: str, value: str, where: str) -> int:
     return -1 if number == -1 else number * MILLIS[key]
 
 
-def _roles(entry: tuple[str, str] | None) -> None:
-    if entry is None:
-        return
-    where, value = entry
-    roles = {r.strip() for r in value.split(",") if r.strip()}
-    if roles != {"broker", "controller"}:
-        raise ConfigError(
-            f"{where}: process.roles={value}: this broker runs combined nodes only "
-            "(process.roles=broker,controller)"
-        )
-
-
 def _listeners(where: str, value: str) -> dict[str, tuple[str, int]]:
     """``NAME://host:port,...`` as ``{NAME: (host, port)}``."""
     out = {}
@@ -145,20 +147,25 @@ def _listeners(where: str, value: str) -> dict[str, tuple[str, int]]:
 
 
 def _broker_listener_name(
-    raw: dict[str, tuple[str, str]], listeners: dict[str, tuple[str, int]]
+    raw: dict[str, tuple[str, str]],
+    listeners: dict[str, tuple[str, int]],
+    controller_only: bool = False,
 ) -> str:
     """The listener clients and replicas use: ``inter.broker.listener.name``,
-    else the first that is not a controller listener."""
+    else the first that is not a controller listener; a controller-only node's
+    is its (first) controller listener."""
+    controllers = [
+        n.strip().upper() for n in raw.get("controller.listener.names", ("", ""))[1].split(",")
+    ]
+    if controller_only:
+        return controllers[0]
     if "inter.broker.listener.name" in raw:
         return raw["inter.broker.listener.name"][1].upper()
-    controllers = {
-        n.strip().upper() for n in raw.get("controller.listener.names", ("", ""))[1].split(",")
-    }
     names = [n for n in listeners if n not in controllers]
     return names[0] if names else ""
 
 
-def _broker_listener(raw: dict[str, tuple[str, str]]) -> str | None:
+def _broker_listener(raw: dict[str, tuple[str, str]], controller_only: bool) -> str | None:
     if "listeners" not in raw:
         return None
     where, value = raw["listeners"]
@@ -170,9 +177,10 @@ def _broker_listener(raw: dict[str, tuple[str, str]]) -> str | None:
                 f"{where}: listener {name} speaks {protocols.get(name, name)}; "
                 "this broker speaks PLAINTEXT only"
             )
-    name = _broker_listener_name(raw, listeners)
+    name = _broker_listener_name(raw, listeners, controller_only)
     if name not in listeners:
-        raise ConfigError(f"{where}: no broker listener among {', '.join(listeners)}")
+        kind = "controller" if controller_only else "broker"
+        raise ConfigError(f"{where}: no {kind} listener among {', '.join(listeners)}")
     host, port = listeners[name]
     return f"{host}:{port}"
 
@@ -222,4 +230,10 @@ def load_config(
     if layout.advertised_host:
         items.insert(0, ("advertised.listeners", f"advertised.host={layout.advertised_host}"))
     items += [("--set", item) for item in overrides]
-    return BrokerConfig(node_id, host, port, data_dir, parse_assignments(items))
+    config = BrokerConfig(node_id, host, port, data_dir, parse_assignments(items))
+    if not (config.is_broker and config.is_controller) and not config["controller.quorum.voters"]:
+        raise ConfigError(
+            f"process.roles={config['process.roles']}: a broker-only or controller-only "
+            "node needs the controller quorum (controller.quorum.voters, --voters)"
+        )
+    return config

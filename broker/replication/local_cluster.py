@@ -1,7 +1,11 @@
-"""A combined-mode cluster of broker processes on 127.0.0.1 (for tests, benchmarks
-and local tooling): free ports picked up front, every node started before any is
-awaited (a node is ready only once a quorum has formed; it is up as soon as its
-controller listener accepts), and processes stopped only by their own PIDs."""
+"""A cluster of broker processes on 127.0.0.1 (for tests, benchmarks and local
+tooling): free ports picked up front, every node started before any is awaited (a
+node is ready only once a quorum has formed; a voter is up as soon as its
+controller listener accepts), and processes stopped only by their own PIDs.
+
+Its ``size`` nodes (ids 1..size) are combined broker and controller nodes, or,
+with ``controllers`` > 0, broker-only nodes beside that many controller-only ones
+(ids after the brokers'), which alone form the quorum, as production KRaft runs."""
 
 from __future__ import annotations
 
@@ -44,29 +48,54 @@ class LocalCluster:
     settings: list[str] = field(default_factory=list)
     bugs: list[str] = field(default_factory=list)
     nodes: dict[int, BrokerProcess] = field(default_factory=dict)
+    controllers: int = 0
 
     def __post_init__(self) -> None:
-        ports = free_ports(2 * self.size)
+        ports = free_ports(2 * self.size + self.controllers)
+        roles = [] if not self.controllers else ["process.roles=broker"]
         for i in range(self.size):
             node_id = i + 1
             self.nodes[node_id] = BrokerProcess(
                 self.root / f"n{node_id}",
-                self.settings,
+                [*self.settings, *roles],
                 node_id=node_id,
                 port=ports[2 * i],
                 bugs=self.bugs,
-                controller_port=ports[2 * i + 1],
+                controller_port=0 if self.controllers else ports[2 * i + 1],
+            )
+        for i, node_id in enumerate(self.controller_ids):
+            port = ports[2 * self.size + i]
+            self.nodes[node_id] = BrokerProcess(  # it listens on its controller port only
+                self.root / f"n{node_id}",
+                [*self.settings, "process.roles=controller"],
+                node_id=node_id,
+                port=port,
+                bugs=self.bugs,
+                controller_port=port,
             )
         for node in self.nodes.values():
             node.voters = self.voters
 
     @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.size + 1))
+
+    @property
+    def controller_ids(self) -> list[int]:
+        """The controller-only nodes' ids (none on combined nodes)."""
+        return list(range(self.size + 1, self.size + self.controllers + 1))
+
+    @property
     def voters(self) -> str:
-        return ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
+        return ",".join(
+            f"{n.node_id}@127.0.0.1:{n.controller_port}"
+            for n in self.nodes.values()
+            if n.controller_port
+        )
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(n.address for n in self.nodes.values())
+        return ",".join(self.nodes[n].address for n in self.broker_ids)
 
     def start(self, timeout: float = 60) -> LocalCluster:
         for node_id in self.nodes:
@@ -79,14 +108,17 @@ class LocalCluster:
 
     def restart(self, node_id: int, timeout: float = 60, ready: bool = True) -> None:
         """Starts a stopped node again and waits until it serves clients or, with
-        ``ready=False``, only until it is up (its controller listener accepts): a node
-        whose quorum is cut off by a fault elsewhere serves once the quorum is back
-        (``wait_ready`` then sees its ready line)."""
+        ``ready=False``, only until it is up (its controller listener accepts; a
+        broker-only node, which has none, once launched): a node whose quorum is
+        cut off by a fault elsewhere serves once the quorum is back (``wait_ready``
+        then sees its ready line)."""
         self.launch(node_id)
         if ready:
             self.wait_ready([node_id], timeout)
             return
         node = self.nodes[node_id]
+        if not node.controller_port:
+            return
         deadline = time.monotonic() + timeout
         while True:
             try:

@@ -90,7 +90,14 @@ def test_the_command_line_wins_over_the_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (("process.roles=broker,controller", "process.roles=broker"), "combined nodes only"),
+        (("process.roles=broker,controller", "process.roles=brokers"), "expected broker,"),
+        (
+            (
+                "controller.quorum.voters=1@localhost:9093",
+                "controller.quorum.bootstrap.servers=x:1",
+            ),
+            "controller.quorum.bootstrap.servers .* is not supported",
+        ),
         (
             ("listeners=PLAINTEXT://:9092,", "listeners=PLAINTEXT://:9092,SSL://:9094,"),
             "listener SSL speaks SSL; this broker speaks PLAINTEXT only",
@@ -105,6 +112,25 @@ def test_what_it_cannot_honour_is_refused_naming_the_line(
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         load(tmp_path, SHIPPED.replace(*change))
+
+
+def test_a_broker_only_node_listens_on_its_broker_listener(tmp_path: Path) -> None:
+    text = SHIPPED.replace("process.roles=broker,controller", "process.roles=broker")
+    text = text.replace("1@localhost:9093", "2@localhost:9093")
+    config = load(tmp_path, text)
+    assert (config.port, config.is_broker, config.is_controller) == (9092, True, False)  # type: ignore[attr-defined]
+
+
+def test_a_controller_only_node_listens_on_its_controller_listener(tmp_path: Path) -> None:
+    text = SHIPPED.replace("process.roles=broker,controller", "process.roles=controller")
+    text = text.replace(
+        "listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "listeners=CONTROLLER://:9093"
+    )
+    text = text.replace("inter.broker.listener.name=PLAINTEXT\n", "")
+    text = text.replace("advertised.listeners=PLAINTEXT://localhost:9092\n", "")
+    config = load(tmp_path, text)
+    assert (config.port, config.is_broker, config.is_controller) == (9093, False, True)  # type: ignore[attr-defined]
+    assert config["process.roles"] == "controller"  # type: ignore[index]
 
 
 def test_without_a_file_the_layout_flags_are_required(tmp_path: Path) -> None:

@@ -42,6 +42,16 @@ def test_bad_voters(text: str, message: str) -> None:
         (["--voters", "2@127.0.0.1:9"], "node 1 is not among [2]"),
         (["--voters", "1@127.0.0.1:9", "--listen", "127.0.0.1:0"], "needs a fixed port"),
         (["--bug", "early-ack", "--bug", "nope"], "--bug: unknown bug 'nope'"),
+        (["--set", "process.roles=controller"], "needs the controller quorum"),
+        (["--set", "process.roles=broker,zookeeper"], "expected broker, controller or"),
+        (
+            ["--set", "process.roles=broker", "--voters", "1@127.0.0.1:9"],
+            "node 1 has process.roles=broker, so it is no voter",
+        ),
+        (
+            ["--set", "process.roles=controller", "--voters", "2@127.0.0.1:9"],
+            "node 1 is not among [2]",
+        ),
     ],
 )
 def test_cli_refuses_bad_cluster_options(tmp_path: Path, args: list[str], message: str) -> None:
