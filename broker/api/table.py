@@ -71,6 +71,7 @@ API_TABLE: Mapping[int, ApiSpec] = MappingProxyType(
         37: ApiSpec(0, 3, topics.handle_create_partitions),
         42: ApiSpec(0, 2, group.handle_delete_groups),
         44: ApiSpec(0, 1, configs.handle_incremental_alter_configs),
+        55: ApiSpec(0, 1, cluster.handle_describe_quorum),
         60: ApiSpec(0, 1, cluster.handle_describe_cluster),
         61: ApiSpec(0, 0, producers.handle_describe_producers),
         65: ApiSpec(0, 0, txn.handle_describe_transactions),

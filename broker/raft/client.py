@@ -171,6 +171,14 @@ class RaftClient:
         """Everything below this offset has been handed to the listener."""
         return self._applied
 
+    def replica_end_offsets(self) -> dict[int, int] | None:
+        """On the leader, the log end offset each voter and each observer that
+        fetched has matched, as the leader knows it (DescribeQuorum); else None."""
+        state = self.quorum.state
+        if not isinstance(state, LeaderState):
+            return None
+        return {replica: p.end_offset for replica, p in state.progress.items()}
+
     def is_ready_leader(self) -> bool:
         return self._announced == (self.node_id, self.epoch) and self.role is Role.LEADER
 

@@ -1,6 +1,7 @@
 """The controller's Kafka APIs between kio entities and ``broker.controller``'s
-requests: BrokerRegistration, BrokerHeartbeat, AlterPartition, and CreateTopics and
-DeleteTopics (forwarded by brokers to the active controller, as KRaft brokers do).
+requests: BrokerRegistration, BrokerHeartbeat, AlterPartition, and CreateTopics,
+DeleteTopics and DescribeQuorum (forwarded by brokers to the active controller, as
+KRaft brokers do).
 Builders for the broker side and handlers for the controller side live together so
 the two cannot drift apart."""
 
@@ -27,6 +28,8 @@ from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.create_topics.v7 import response as ct_resp
 from kio.schema.delete_topics.v4 import request as dt_req
 from kio.schema.delete_topics.v4 import response as dt_resp
+from kio.schema.describe_quorum.v1 import request as dq_req
+from kio.schema.describe_quorum.v1 import response as dq_resp
 from kio.schema.errors import ErrorCode
 from kio.schema.incremental_alter_configs.v1 import request as iac_req
 from kio.schema.incremental_alter_configs.v1 import response as iac_resp
@@ -36,6 +39,7 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64, u16
 from broker.controller import requests as c
 from broker.controller.quorum_controller import NotControllerError, QuorumController
 from broker.controller.topic_configs import Op
+from broker.raft.client import RaftClient
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
@@ -385,3 +389,41 @@ async def handle_create_topics(controller: QuorumController, request: Any) -> An
             for r in results
         ),
     )
+
+
+# -- DescribeQuorum ------------------------------------------------------------------------
+METADATA_TOPIC = "__cluster_metadata"
+
+
+def describe_quorum_request() -> Any:
+    partition = dq_req.PartitionData(partition_index=i32(0))
+    topic = dq_req.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    return dq_req.DescribeQuorumRequest(topics=(topic,))
+
+
+async def handle_describe_quorum(raft: RaftClient, request: Any) -> Any:
+    """The quorum as its leader sees it: who leads in which epoch, the high
+    watermark, and each voter's and observer's matched log end offset (-1 for a
+    voter not heard from; fetch times are not kept, so reported unknown). Any
+    other voter answers NOT_CONTROLLER, so the asking broker tries the leader."""
+    offsets = raft.replica_end_offsets()
+    if offsets is None:
+        return dq_resp.DescribeQuorumResponse(error_code=ErrorCode.not_controller, topics=())
+
+    def states(ids: list[int]) -> tuple[Any, ...]:
+        return tuple(
+            dq_resp.ReplicaState(replica_id=BrokerId(r), log_end_offset=i64(offsets.get(r, -1)))
+            for r in ids
+        )
+
+    partition = dq_resp.PartitionData(
+        partition_index=i32(0),
+        error_code=ErrorCode.none,
+        leader_id=BrokerId(raft.node_id),
+        leader_epoch=i32(raft.epoch),
+        high_watermark=i64(raft.high_watermark if raft.high_watermark is not None else -1),
+        current_voters=states(sorted(raft.voters)),
+        observers=states(sorted(set(offsets) - raft.voters)),
+    )
+    topic = dq_resp.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    return dq_resp.DescribeQuorumResponse(error_code=ErrorCode.none, topics=(topic,))

@@ -1,5 +1,5 @@
-"""A client's CreateTopics, CreatePartitions and DeleteTopics, and Metadata's
-auto-creation, forwarded to the active controller (Kafka's ``ForwardingManager``
+"""A client's CreateTopics, CreatePartitions, DeleteTopics and DescribeQuorum, and
+Metadata's auto-creation, forwarded to the active controller (Kafka's ``ForwardingManager``
 and ``AutoTopicCreationManager``). A creation is answered once this broker's
 metadata holds the new topics or partitions, so the client's next request sees
 them."""
@@ -7,6 +7,7 @@ them."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any
 
@@ -97,6 +98,14 @@ class ForwardingManager:
         except ControllerUnavailable as e:
             return [(n, ErrorCode.request_timed_out, str(e)) for n in changes]
         return [(r.resource_name, r.error_code, r.error_message) for r in answer.responses]
+
+    async def forward_describe_quorum(self) -> dict[str, Any]:
+        """A client's DescribeQuorum, answered by the active controller."""
+        try:
+            answer = await self._channel.call(apis.describe_quorum_request(), timeout=5)
+        except ControllerUnavailable:
+            return {"error_code": ErrorCode.request_timed_out, "topics": []}
+        return dataclasses.asdict(answer)
 
     async def forward_delete_topics(self, names: list[str]) -> dict[str, Any]:
         """A client's DeleteTopics, answered with the controller's results."""

@@ -118,6 +118,7 @@ class QuorumNode:
             33: lambda r: apis.handle_alter_configs(ctl, r, incremental=False),
             44: lambda r: apis.handle_alter_configs(ctl, r, incremental=True),
             67: lambda r: handle_allocate_producer_ids(ctl, r),
+            55: lambda r: apis.handle_describe_quorum(self.raft, r),
         }
 
     async def start(self) -> None:
