@@ -1,9 +1,11 @@
 """Who holds a Kafka role right now, asked of the cluster like a client would.
 
-Controller and partition leaders come from Metadata (confluent-kafka's admin
-client); coordinators from a FindCoordinator request (key type 0 for a group,
-1 for a transactional id), sent raw because no Python client exposes the
-transactional kind. Broker ids map to nodes by `Node.node_id`.
+Partition leaders come from Metadata (confluent-kafka's admin client); the
+active controller from a DescribeQuorum request, which brokers forward to it
+(Metadata names a broker as controller when the controllers are nodes of
+their own); coordinators from a FindCoordinator request (key type 0 for a
+group, 1 for a transactional id). The last two are sent raw because no Python
+client exposes them. Broker ids map to nodes by `Node.node_id`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Sequence
 
 from confluent_kafka.admin import AdminClient
 
+from broker.replication.controller_apis import describe_quorum_request
+from broker.replication.peer_client import decode_response, encode_request
 from control.backends.base import Node
 from workloads.client import LIBRDKAFKA_LOG
 from workloads.handles import Clients
@@ -50,6 +54,23 @@ def find_coordinator(address: str, port: int, kind: str, key: str, timeout: floa
     return int(node_id)
 
 
+def quorum_leader(address: str, port: int, timeout: float = 5.0) -> int:
+    """The metadata quorum's leader, the active controller, by DescribeQuorum v1."""
+    request = describe_quorum_request()
+    with socket.create_connection((address, port), timeout=timeout) as s:
+        s.settimeout(timeout)
+        s.sendall(encode_request(request, 1, "jepka-nemesis"))
+        size = struct.unpack(">i", _recv(s, 4))[0]
+        _, response = decode_response(_recv(s, size), request)
+    partitions = [p for t in response.topics for p in t.partitions]
+    if response.error_code or not partitions or partitions[0].error_code:
+        code = response.error_code or (partitions[0].error_code if partitions else "no partition")
+        raise RoleLookupError(f"DescribeQuorum failed: {code}")
+    if partitions[0].leader_id < 0:
+        raise RoleLookupError("DescribeQuorum: no leader known")
+    return int(partitions[0].leader_id)
+
+
 def _recv(s: socket.socket, n: int) -> bytes:
     data = b""
     while len(data) < n:
@@ -61,7 +82,8 @@ def _recv(s: socket.socket, n: int) -> bytes:
 
 
 class KafkaRoles:
-    """`nemesis.targets.Roles` backed by the live cluster."""
+    """`nemesis.targets.Roles` backed by the live cluster: asked of its
+    `brokers` (all `nodes` unless controllers run on nodes of their own)."""
 
     def __init__(
         self,
@@ -69,8 +91,10 @@ class KafkaRoles:
         port: int,
         rng: random.Random | None = None,
         timeout: float = 10.0,
+        brokers: Sequence[Node] | None = None,
     ) -> None:
         self.nodes = list(nodes)
+        self.brokers = list(nodes if brokers is None else brokers)
         self.port = port
         self.rng = rng or random.Random(0)
         self.timeout = timeout
@@ -81,7 +105,7 @@ class KafkaRoles:
     def admin(self) -> AdminClient:
         """Connects on first use, so a context that never asks costs nothing."""
         if self._admin is None:
-            bootstrap = ",".join(f"{n.address}:{self.port}" for n in self.nodes)
+            bootstrap = ",".join(f"{n.address}:{self.port}" for n in self.brokers)
             # its connection errors while nodes are down are the faults at
             # work, not news: logged as the workload clients' are
             self._admin = self._clients.admin(
@@ -108,7 +132,13 @@ class KafkaRoles:
             raise RoleLookupError(f"metadata request failed: {e}") from None
 
     def controller(self) -> str:
-        return self._name(self._metadata().controller_id)
+        errors = []
+        for node in self.brokers:
+            try:
+                return self._name(quorum_leader(node.address, self.port, self.timeout))
+            except (OSError, ValueError, RoleLookupError) as e:
+                errors.append(f"{node.name}: {e}")
+        raise RoleLookupError("no broker answered DescribeQuorum: " + "; ".join(errors))
 
     def _partitions(self, internal: bool = False) -> list[tuple[str, int, int]]:
         md = self._metadata()
@@ -141,7 +171,7 @@ class KafkaRoles:
         if kind not in KEY_TYPES:
             raise RoleLookupError(f"unknown coordinator kind {kind!r}; known: group, transaction")
         errors = []
-        for node in self.nodes:
+        for node in self.brokers:
             try:
                 return self._name(find_coordinator(node.address, self.port, kind, key))
             except (OSError, RoleLookupError) as e:
