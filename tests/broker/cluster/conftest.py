@@ -25,13 +25,17 @@ def start_cluster(tmp_path: Path) -> Iterator[Callable[..., LocalCluster]]:
     started: list[LocalCluster] = []
 
     def start(
-        size: int = 3, settings: tuple[str, ...] = (), bugs: tuple[str, ...] = ()
+        size: int = 3,
+        settings: tuple[str, ...] = (),
+        bugs: tuple[str, ...] = (),
+        controllers: int = 0,
     ) -> LocalCluster:
         cluster = LocalCluster(
             tmp_path / f"cluster{len(started)}",
             size,
             [*SMALL_INTERNAL_TOPICS, *FAST_FAILOVER, *settings],
             list(bugs),
+            controllers=controllers,
         )
         started.append(cluster)
         return cluster.start()
