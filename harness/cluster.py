@@ -75,6 +75,9 @@ class ClusterSpec:
     #: reference brokers form one combined-mode cluster (False: independent
     #: single-node brokers)
     replicated: bool = True
+    #: controller-only nodes after the `nodes` broker-only ones, which then
+    #: follow that separate quorum (0: every node is broker and controller)
+    controllers: int = 0
 
     def validate(self) -> ClusterSpec:
         if not self.name or not all(c.isalnum() or c in "-_" for c in self.name):
@@ -87,13 +90,32 @@ class ClusterSpec:
             raise ClusterError("db kafka needs kafka_home (the Kafka installation on each node)")
         if not 1 <= self.nodes <= 200:
             raise ClusterError(f"nodes must be 1..200, got {self.nodes}")
+        if not 0 <= self.controllers <= 9:
+            raise ClusterError(f"controllers must be 0..9, got {self.controllers}")
+        if self.controllers and (
+            self.backend != "local" or self.db != "reference" or not self.replicated
+        ):
+            raise ClusterError(
+                "controllers: dedicated controller nodes run only on backend local with "
+                f"the replicated reference broker, not backend {self.backend} with db {self.db}"
+            )
         make_backend(self, Path("."))
         return self
 
     @property
-    def count(self) -> int:
-        """How many nodes: one per host when hosts are given."""
+    def broker_count(self) -> int:
+        """How many broker nodes: one per host when hosts are given."""
         return len(self.hosts) or self.nodes
+
+    @property
+    def count(self) -> int:
+        """How many nodes: the brokers, then any controller-only ones."""
+        return self.broker_count + self.controllers
+
+    @property
+    def controller_ids(self) -> frozenset[int]:
+        """The node ids of the controller-only nodes (none on combined nodes)."""
+        return frozenset(range(self.broker_count + 1, self.count + 1))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -203,6 +225,7 @@ def make_db(spec: ClusterSpec, backend: Backend) -> DaemonDB:
         bugs=spec.bugs,
         overrides=spec.broker_overrides,
         replicated=spec.replicated,
+        controller_ids=spec.controller_ids,
     )
 
 
@@ -232,9 +255,14 @@ class Cluster:
         return self.backend.client_address(self.state, self.nodes)
 
     @property
+    def brokers(self) -> list[Node]:
+        """The nodes clients reach: all but controller-only ones."""
+        return [n for n in self.nodes if n.node_id not in self.spec.controller_ids]
+
+    @property
     def bootstrap(self) -> str:
         """`host:port,...` for Kafka clients."""
-        return ",".join(f"{n.address}:{self.db.port}" for n in self.nodes)
+        return ",".join(f"{n.address}:{self.db.port}" for n in self.brokers)
 
     @classmethod
     def up(
@@ -309,7 +337,10 @@ class Cluster:
             nodes=self.nodes,
             db=self.db,
             client_address=self.client_address,
-            roles=roles or KafkaRoles(self.nodes, self.db.port, random.Random(f"{seed}:roles")),
+            roles=roles
+            or KafkaRoles(
+                self.nodes, self.db.port, random.Random(f"{seed}:roles"), brokers=self.brokers
+            ),
             record=self.registry.add_fault,
             rng=rng,
             key_map=key_map or KeyMap(),

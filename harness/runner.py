@@ -90,6 +90,7 @@ def cluster_spec(spec: TestSpec) -> ClusterSpec:
         name=f"jt{os.getpid()}",
         backend=spec.cluster,
         nodes=spec.nodes,
+        controllers=spec.controllers,
         db=spec.db,
         bugs=tuple(spec.bug),
         broker_overrides=overrides,
@@ -218,7 +219,7 @@ def run_test(
     if spec.db == "reference" and not (spec.bootstrap or spec.use_cluster):
         # what the reference cluster this run starts is told (its timeouts among them)
         planned = cluster_spec(spec)
-        test["broker_settings"] = cluster_settings(planned.count, planned.broker_overrides)
+        test["broker_settings"] = cluster_settings(planned.broker_count, planned.broker_overrides)
     if origin is None and spec.schedule:
         origin = Origin("schedule", Path(spec.schedule))
     if origin is not None:
@@ -263,7 +264,7 @@ def run_test(
             nemesis=nemesis,
             concurrency=spec.concurrency,
             journal=journal,
-            nodes=[n.name for n in cluster.nodes] if cluster else ["external"],
+            nodes=[n.name for n in cluster.brokers] if cluster else ["external"],
         )
         # the wall clock at the history's time 0: the report places the
         # brokers' own log lines in the run's seconds

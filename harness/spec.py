@@ -108,6 +108,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("rate", float, 100.0, "total client ops per second", minimum=0.01),
     Option("concurrency", int, 5, "client threads", minimum=1, maximum=1024),
     Option("nodes", int, 3, "broker nodes", minimum=1, maximum=64),
+    Option(
+        "controllers",
+        int,
+        0,
+        "controller-only nodes besides the broker nodes (0: every node is both; "
+        "cluster local, db reference)",
+        minimum=0,
+        maximum=9,
+    ),
     Option("cluster", str, "local", "where nodes run", BACKENDS),
     Option("db", str, "reference", "which broker", DBS),
     Option("bug", str, [], "historical broker bugs to switch on", tuple(BUGS), is_list=True),
@@ -218,6 +227,7 @@ class TestSpec:
     rate: float
     concurrency: int
     nodes: int
+    controllers: int
     cluster: str
     db: str
     bug: tuple[str, ...]
@@ -425,7 +435,8 @@ def resolve(
     if values["use_cluster"]:  # the cluster's own settings, whatever the flags say
         registered = _registered(values["use_cluster"], values["store"], values["bootstrap"])
         values.update(
-            nodes=registered.count,
+            nodes=registered.broker_count,
+            controllers=registered.controllers,
             cluster=registered.backend,
             db=registered.db,
             bug=tuple(registered.bugs),
@@ -447,6 +458,12 @@ def resolve(
         raise SpecError(
             "nemesis lose-unfsynced needs the reference broker's fsync ledger; with db "
             "kafka it would cut every data file to nothing"
+        )
+    if spec.controllers and (spec.cluster != "local" or spec.db != "reference" or spec.bootstrap):
+        given = "--bootstrap" if spec.bootstrap else f"--cluster {spec.cluster} --db {spec.db}"
+        raise SpecError(
+            f"--controllers {spec.controllers}: dedicated controller nodes run only on "
+            f"--cluster local with --db reference, not with {given}"
         )
     if spec.client_config:  # read now: a bad file stops the run before anything starts
         read_properties(spec.client_config)

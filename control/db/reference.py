@@ -6,7 +6,9 @@ min ISR 2 where there are enough nodes) and passes historical bugs through
 as `--bug` flags. Several nodes form one KRaft combined-mode cluster: every
 broker gets the same `--voters` list naming each node's controller listener
 (its address, `controller_port`). A single node runs without `--voters`, as
-the stand-alone broker it always was.
+the stand-alone broker it always was. Given `controller_ids`, those nodes run
+controller-only (`process.roles=controller`) and alone are the voters; the
+others run broker-only, as production KRaft separates them.
 
 Producer ids need nothing from the adapter: cluster nodes draw them in blocks
 from the active controller, which records each block in the metadata log.
@@ -21,7 +23,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 
 from control.backends.base import Node
-from control.db.base import DaemonDB, stdout_file
+from control.db.base import BrokerNotReady, DaemonDB, process_state, stdout_file
 
 #: a killed broker's partitions move 1.5 s after its connections close instead
 #: of a whole broker session (9 s): more failovers a minute, the faster
@@ -45,10 +47,18 @@ def cluster_settings(node_count: int, overrides: Mapping[str, str] | None = None
 
 
 def reference_properties(
-    node: Node, nodes: Sequence[Node], overrides: Mapping[str, str] | None = None
+    node: Node,
+    nodes: Sequence[Node],
+    overrides: Mapping[str, str] | None = None,
+    controller_ids: frozenset[int] = frozenset(),
 ) -> str:
-    """The properties file of one reference broker."""
-    props = {"advertised.host": node.address, **cluster_settings(len(nodes), overrides)}
+    """The properties file of one reference broker; with `controller_ids`,
+    the node's role and settings for the brokers among `nodes`."""
+    brokers = len(nodes) - len(controller_ids)
+    props = {"advertised.host": node.address, **cluster_settings(brokers, overrides)}
+    if controller_ids:
+        roles = "controller" if node.node_id in controller_ids else "broker"
+        props["process.roles"] = roles
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
@@ -76,6 +86,7 @@ class ReferenceBroker(DaemonDB):
         config_path: str | None = None,
         controller_port: int = 9093,
         replicated: bool = True,
+        controller_ids: frozenset[int] = frozenset(),
     ) -> None:
         self.executable = list(executable)
         self.port = port
@@ -85,6 +96,7 @@ class ReferenceBroker(DaemonDB):
         self.config_path = config_path
         self.controller_port = controller_port
         self.replicated = replicated
+        self.controller_ids = controller_ids
 
     def data_dir(self, node: Node) -> str:
         return posixpath.join(node.root, "data")
@@ -97,12 +109,18 @@ class ReferenceBroker(DaemonDB):
         for independent brokers when not `replicated`)."""
         if len(nodes) < 2 or not self.replicated:
             return ""
-        return ",".join(f"{n.node_id}@{n.address}:{self.controller_port}" for n in nodes)
+        return ",".join(
+            f"{n.node_id}@{n.address}:{self.controller_port}" for n in nodes if self.is_voter(n)
+        )
+
+    def is_voter(self, node: Node) -> bool:
+        """Every node on combined nodes, else the controller-only ones."""
+        return not self.controller_ids or node.node_id in self.controller_ids
 
     def configure(self, node: Node, nodes: list[Node]) -> None:
         if self.config_path:  # provided by the node (the compose file mounts it)
             return
-        text = reference_properties(node, nodes, self.overrides)
+        text = reference_properties(node, nodes, self.overrides, self.controller_ids)
         with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as f:
             f.write(text)
         try:
@@ -116,7 +134,7 @@ class ReferenceBroker(DaemonDB):
             "--node-id",
             str(node.node_id),
             "--listen",
-            f"{node.address}:{self.port}",
+            f"{node.address}:{self.listen_port(node)}",
             "--data-dir",
             self.data_dir(node),
             "--config",
@@ -128,16 +146,26 @@ class ReferenceBroker(DaemonDB):
             argv += ["--bug", bug]
         return argv + self.extra_args
 
+    def listen_port(self, node: Node) -> int:
+        """A controller-only node listens on its controller listener alone."""
+        return self.controller_port if node.node_id in self.controller_ids else self.port
+
+    def wait_ready(self, node: Node, timeout: float = 60.0) -> None:
+        self._wait_listening(node, self.listen_port(node), timeout)
+
     def wait_up(self, node: Node, nodes: list[Node], timeout: float = 60.0) -> None:
         """A cluster node is up once its controller listener accepts connections: it
         opens its client port only after reaching its controller quorum (as a Kafka
         broker), which a partition or pause elsewhere may keep away. Asked on the
         node itself, since a partition may also cut the harness off from a node
-        that is up."""
+        that is up. A broker-only node has no controller listener: it is up once
+        its process runs."""
         if not self.voters(nodes):
             self.wait_ready(node, timeout)
-            return
-        self._wait_listening(node, self.controller_port, timeout, accepts_on_node)
+        elif self.is_voter(node):
+            self._wait_listening(node, self.controller_port, timeout, accepts_on_node)
+        elif not process_state(node):
+            raise BrokerNotReady(f"{node.name}: broker exited; see {stdout_file(node)}")
 
     def log_files(self, node: Node) -> list[str]:
         return [stdout_file(node), posixpath.join(self.data_dir(node), "broker.log")]

@@ -34,6 +34,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--store", default="store", help="store directory (default: store)")
     parser.add_argument("--spec", help="cluster spec file (YAML or JSON) with ClusterSpec fields")
     parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument(
+        "--controllers",
+        type=int,
+        default=0,
+        help="controller-only nodes besides the broker nodes (0: every node is both)",
+    )
     parser.add_argument("--db", choices=DBS, default="reference")
     parser.add_argument("--bug", action="append", default=[], help="broker bug to enable")
     parser.add_argument("--kafka-home", help="Kafka installation on each node (db kafka)")
@@ -71,7 +77,7 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
     backend = args.cluster or data.get("backend", "local")
     data.update(backend=backend, name=args.name or data.get("name", backend))
     if not args.spec or args.cluster:
-        data.update(nodes=args.nodes, db=args.db, bugs=args.bug)
+        data.update(nodes=args.nodes, controllers=args.controllers, db=args.db, bugs=args.bug)
         if args.kafka_home:
             data["kafka_home"] = args.kafka_home
         ssh = {
