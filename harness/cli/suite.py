@@ -151,7 +151,20 @@ def _case_name(settings: dict[str, Any]) -> str:
 
 
 def run_case(name: str, settings: dict[str, Any], store: str | None) -> Any:
-    """Runs one attempt of a case with ``jepka test``'s runner."""
+    """Runs one attempt of a case with ``jepka test``'s runner, in a process of
+    its own (``harness.isolated``): client threads a stuck librdkafka call
+    keeps alive end with it, not in the next case."""
+    from harness.isolated import NoAnswer, call_isolated
+    from reports.suite import Attempt
+
+    t0 = time.monotonic()
+    try:
+        return call_isolated(_attempt, name, settings, store)
+    except NoAnswer as e:
+        return Attempt("crashed", error=f"the case's {e}", seconds=time.monotonic() - t0)
+
+
+def _attempt(name: str, settings: dict[str, Any], store: str | None) -> Any:
     from checkers.result import anomaly_counts
     from harness.runner import run_test
     from harness.spec import resolve

@@ -1,0 +1,44 @@
+"""A call made in a process of its own answers, and ends its process at once
+even when it leaves a thread that never ends, as a stuck librdkafka call does."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from harness.isolated import NoAnswer, call_isolated
+
+
+def stuck_forever(value: int) -> int:
+    """Leaves a non-daemon thread that never ends, which would hold up a normal exit."""
+    threading.Thread(target=threading.Event().wait, name="stuck").start()
+    return value * 2
+
+
+def refuse(text: str) -> None:
+    raise ValueError(text)
+
+
+def die(code: int) -> None:
+    os._exit(code)
+
+
+def test_the_answer_comes_back_and_the_stuck_thread_ends_with_its_process() -> None:
+    threads = set(threading.enumerate())
+    t0 = time.monotonic()
+    assert call_isolated(stuck_forever, 21) == 42
+    assert time.monotonic() - t0 < 25  # not EXIT_S: the process ended of itself
+    assert set(threading.enumerate()) <= threads
+
+
+def test_what_the_call_raises_is_raised_here() -> None:
+    with pytest.raises(ValueError, match="no such case"):
+        call_isolated(refuse, "no such case")
+
+
+def test_a_process_that_dies_without_answering_is_no_answer() -> None:
+    with pytest.raises(NoAnswer, match="exit code 3"):
+        call_isolated(die, 3)
