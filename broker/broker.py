@@ -132,6 +132,10 @@ class Broker:
                 "replica.high.watermark.checkpoint.interval.ms",
                 self.replica_manager.checkpoint_high_watermarks,
             ),
+            (
+                "log.flush.start.offset.checkpoint.interval.ms",
+                self.replica_manager.checkpoint_log_start_offsets,
+            ),
         ]
         self._tasks = [
             asyncio.create_task(self._every(self.config[key], action)) for key, action in periodic

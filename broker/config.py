@@ -111,6 +111,7 @@ BROKER_KEYS: dict[str, Key] = {
     "log.retention.check.interval.ms": Key(_int, 300_000, 1),
     "log.flush.scheduler.interval.ms": Key(_int, 1000, 1),
     "log.cleaner.backoff.ms": Key(_int, 15_000, 1),
+    "log.flush.start.offset.checkpoint.interval.ms": Key(_int, 60_000, 1),
     "offsets.topic.num.partitions": Key(_int, 50, 1),
     "offsets.topic.replication.factor": Key(_int, 3, 1),
     "transaction.state.log.num.partitions": Key(_int, 50, 1),

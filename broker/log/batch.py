@@ -173,11 +173,14 @@ def control_record(batch: bytes) -> tuple[int, int]:
     raise CorruptBatch("control batch without records")
 
 
-def first_offset_at_or_after(batch: bytes, timestamp_ms: int, limit: int) -> tuple[int, int] | None:
-    """``(offset, timestamp)`` of the batch's first record stamped at or after
-    ``timestamp_ms``, decoding the records (inflated up to ``limit`` bytes)."""
+def first_offset_at_or_after(
+    batch: bytes, timestamp_ms: int, limit: int, start: int = 0
+) -> tuple[int, int] | None:
+    """``(offset, timestamp)`` of the batch's first record at or after offset
+    ``start`` (the log start) stamped at or after ``timestamp_ms``, decoding the
+    records (inflated up to ``limit`` bytes)."""
     for record in decode_records(batch, limit):
-        if record.timestamp >= timestamp_ms:
+        if record.offset >= start and record.timestamp >= timestamp_ms:
             return record.offset, record.timestamp
     return None
 

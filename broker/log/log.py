@@ -6,6 +6,12 @@ Recovery at start: after an unclean shutdown every segment is re-read with CRC
 checks, a torn tail is cut, any segment after a damaged or shortened one is
 dropped (its base offset no longer follows), indexes are rebuilt, and producer
 state is restored from the newest snapshot plus a replay of the log after it.
+
+The log start offset is the log's own, as Kafka's ``logStartOffset``: at least
+the first segment's base offset, and raised past it by DeleteRecords (or a
+follower adopting its leader's), so it may fall inside a segment. Reads below it
+are out of range; whole segments below it are deleted by the retention pass; it
+is kept across restarts by the data dir's ``log-start-offset-checkpoint``.
 """
 
 from __future__ import annotations
@@ -59,19 +65,28 @@ class Log:
         self._last_flush = time.monotonic()
         self._new_entries: set[Path] = set()  # directories with entries not yet fsynced
         self._cleaned_to = 0  # end of the range the last compaction pass covered
+        self._start = 0  # the log start offset
 
     # -- opening -------------------------------------------------------------
     @classmethod
-    def open(cls, directory: Path, config: dict[str, Any], ledger: FsyncLedger, clean: bool) -> Log:
+    def open(
+        cls,
+        directory: Path,
+        config: dict[str, Any],
+        ledger: FsyncLedger,
+        clean: bool,
+        start: int = 0,
+    ) -> Log:
+        """``start``: the checkpointed log start offset (0 without one)."""
         created = not directory.exists()
         directory.mkdir(parents=True, exist_ok=True)
         self = cls(directory, config, ledger)
         if created:
             self._new_entries.add(directory.parent)
-        self._load(clean)
+        self._load(clean, start)
         return self
 
-    def _load(self, clean: bool) -> None:
+    def _load(self, clean: bool, start: int) -> None:
         for stray in self.directory.glob("*.tmp"):
             stray.unlink()
         bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
@@ -94,6 +109,17 @@ class Log:
                 log.warning("%s: truncated a damaged tail: %s", self.directory, error)
         if not self.segments:
             self.segments.append(self._new_segment(0))
+        self._start = max(start, self.segments[0].base_offset)
+        if self._start > self.next_offset:
+            # as Kafka's LogLoader: the records up to the checkpointed start are
+            # gone (a power loss cut them), so the log starts over there
+            log.warning(
+                "%s: log ends at %d, before its start %d; starting empty there",
+                self.directory,
+                self.next_offset,
+                self._start,
+            )
+            self._reset_segments(self._start)
         self.recovery_point = self.next_offset
         self._rebuild_producer_state()
         self._load_epochs(clean)
@@ -117,7 +143,8 @@ class Log:
         entries = self.epochs.entries
         start = entries[-1].start_offset if entries else self.log_start_offset
         for _, _, header in self._headers_from(start):
-            self.epochs.assign(header.leader_epoch, header.base_offset)
+            # a batch that straddles the log start holds its epoch from there on
+            self.epochs.assign(header.leader_epoch, max(header.base_offset, self._start))
 
     def _new_segment(self, base: int) -> LogSegment:
         segment = LogSegment(self.directory, base, self.config["index.interval.bytes"], self.ledger)
@@ -144,7 +171,23 @@ class Log:
     # -- offsets -------------------------------------------------------------
     @property
     def log_start_offset(self) -> int:
-        return self.segments[0].base_offset
+        return self._start
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Raises the log start offset to ``offset`` (DeleteRecords on a leader, the
+        leader's on a follower), never lowers it; the caller checks ``offset``
+        against the HW. Returns whether it moved."""
+        if offset <= self._start:
+            return False
+        if offset > self.next_offset:
+            raise KafkaError(
+                ErrorCode.offset_out_of_range,
+                f"log start {offset} past the log end {self.next_offset}",
+            )
+        self._start = offset
+        self.epochs.truncate_from_start(offset)
+        log.info("%s: log start offset raised to %d", self.directory, offset)
+        return True
 
     @property
     def next_offset(self) -> int:
@@ -369,15 +412,23 @@ class Log:
         ]
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """``(offset, timestamp)`` of the first record stamped at or after ``timestamp_ms``."""
-        for segment in self.segments:
+        """``(offset, timestamp)`` of the first record from the log start stamped at
+        or after ``timestamp_ms``."""
+        for segment in self.segments[self._segment_index(self._start) :]:
             if segment.max_timestamp < timestamp_ms:
                 continue
             for pos, header in segment.iter_headers(0):
-                if header.max_timestamp >= timestamp_ms and not header.is_control:
+                if (
+                    header.last_offset >= self._start
+                    and header.max_timestamp >= timestamp_ms
+                    and not header.is_control
+                ):
                     try:
                         found = first_offset_at_or_after(
-                            segment.read_at(pos, header.size), timestamp_ms, self.inflate_limit
+                            segment.read_at(pos, header.size),
+                            timestamp_ms,
+                            self.inflate_limit,
+                            self._start,
                         )
                     except CorruptBatch as e:
                         raise KafkaError(ErrorCode.corrupt_message, str(e)) from None
@@ -395,26 +446,29 @@ class Log:
 
     # -- retention and truncation ---------------------------------------------
     def apply_retention(self, now_ms: int, upper: int) -> int:
-        """Deletes whole old segments past ``retention.ms``/``retention.bytes``
-        (never the active one, never data at or above ``upper``, the high
-        watermark); returns how many were deleted."""
-        if "delete" not in self.config["cleanup.policy"]:
-            return 0
+        """Deletes whole old segments: those wholly below the log start offset
+        (whatever the cleanup policy, as Kafka), and with ``delete`` those past
+        ``retention.ms``/``retention.bytes``; never the active one, never data at
+        or above ``upper``, the high watermark. The log start offset follows the
+        first segment left; returns how many were deleted."""
+        policy = "delete" in self.config["cleanup.policy"]
         retention_ms, retention_bytes = self.config["retention.ms"], self.config["retention.bytes"]
         deleted = 0
         total = self.size
         while len(self.segments) > 1 and self.segments[1].base_offset <= upper:
             oldest = self.segments[0]
+            below_start = self.segments[1].base_offset <= self._start
             expired = retention_ms >= 0 and 0 <= oldest.max_timestamp < now_ms - retention_ms
             oversize = retention_bytes >= 0 and total - oldest.size >= retention_bytes
-            if not (expired or oversize):
+            if not (below_start or (policy and (expired or oversize))):
                 break
             total -= oldest.size
             self.segments.pop(0).delete()
             deleted += 1
         if deleted:
             fsync_dir(self.directory)
-            self.epochs.truncate_from_start(self.log_start_offset)
+            self._start = max(self._start, self.segments[0].base_offset)
+            self.epochs.truncate_from_start(self._start)
         return deleted
 
     def compact(self, now_ms: int, upper: int) -> CleanStats:
@@ -447,12 +501,17 @@ class Log:
         """Empties the log and starts it at ``offset`` (Kafka's
         truncateFullyAndStartAt): a follower whose log ends before its
         leader's log start begins again where the leader's log starts."""
-        for segment in self.segments:
-            segment.delete()
-        self.segments = [self._new_segment(offset)]
+        self._reset_segments(offset)
         self.recovery_point = self._cleaned_to = offset
         self.epochs.truncate_from_end(0)
         self.producer_state.truncate_fully_and_start_at(offset)
+
+    def _reset_segments(self, offset: int) -> None:
+        """Deletes every segment; one empty segment starts the log at ``offset``."""
+        for segment in self.segments:
+            segment.delete()
+        self.segments = [self._new_segment(offset)]
+        self._start = offset
 
     def truncate_to(self, offset: int) -> None:
         """Removes every batch at or after ``offset`` (for replication's truncation).
@@ -470,6 +529,7 @@ class Log:
             self.segments.append(self._new_segment(offset))
         else:
             self.segments[-1].truncate_to(offset)
+        self._start = min(self._start, offset)
         self.recovery_point = min(self.recovery_point, offset)
         self._cleaned_to = min(self._cleaned_to, offset)
         self.epochs.truncate_from_end(offset)

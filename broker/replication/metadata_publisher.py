@@ -16,7 +16,6 @@ from typing import Any
 from broker import bugs
 from broker.config import BrokerConfig, topic_config
 from broker.coordinator.service import CoordinatorService
-from broker.log.log import Log
 from broker.metadata.image import MetadataDelta, MetadataImage
 from broker.replication.partition import CaughtUp, ReplicatedPartition
 from broker.server.replica_manager import ReplicaManager
@@ -97,8 +96,7 @@ class BrokerMetadataPublisher:
                 settings_of[topic.name] = topic_config(self.config, topic.configs)
             settings = settings_of[topic.name]
             if partition is None:
-                directory = self.config.data_dir / f"{tp[0]}-{tp[1]}"
-                plog = Log.open(directory, settings, manager.ledger, self.clean_start)
+                plog = manager.open_log(tp, settings, self.clean_start)
                 hw = manager.recovered_hws.get(tp, 0)
                 if bugs.active("hw-truncation") and hw < plog.next_offset:
                     # pre-KIP-101 (M-7.1): a restarted replica cannot tell whether its

@@ -49,9 +49,12 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         unstable = self.log.producer_state.first_unsettled_offset(self.high_watermark)
-        if unstable is not None and bugs.active("lso-off-by-one"):
+        if unstable is None:
+            return self.high_watermark
+        if bugs.active("lso-off-by-one"):
             unstable += 1  # one past the open transaction's first offset
-        return self.high_watermark if unstable is None else min(unstable, self.high_watermark)
+        # a transaction begun below the log start is unstable from there on (Kafka)
+        return min(max(unstable, self.log.log_start_offset), self.high_watermark)
 
     def check_leader_epoch(self, epoch: int) -> None:
         """KIP-320: a client's view of the leader epoch must match ours (-1: unchecked)."""

@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from broker.config import BrokerConfig, ConfigError, topic_config
 from broker.controller import topic_configs
@@ -35,6 +36,7 @@ from broker.log.batch import BatchHeader
 from broker.log.hw_checkpoint import HighWatermarkCheckpoint
 from broker.log.ledger import FsyncLedger
 from broker.log.log import AppendResult, Log
+from broker.log.start_checkpoint import LogStartOffsetCheckpoint
 from broker.log.txn_index import AbortedTxn
 from broker.server.partition import Partition
 from broker.server.topics import TopicInfo, TopicStore
@@ -69,6 +71,8 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.hw_checkpoint = HighWatermarkCheckpoint(config.data_dir, ledger)
         self.recovered_hws = self.hw_checkpoint.read()
+        self.start_checkpoint = LogStartOffsetCheckpoint(config.data_dir, ledger)
+        self.recovered_starts = self.start_checkpoint.read()
 
     # -- lifecycle -----------------------------------------------------------
     def open_all(self, clean: bool) -> None:
@@ -81,12 +85,21 @@ class ReplicaManager:
         for index, assignment in enumerate(topic.partitions):
             if index < first:
                 continue
-            directory = self.config.data_dir / f"{topic.name}-{index}"
-            plog = Log.open(directory, settings, self.ledger, clean)
+            plog = self.open_log((topic.name, index), settings, clean)
             self.partitions[(topic.name, index)] = Partition(topic.name, index, plog, assignment)
+
+    def open_log(self, tp: tuple[str, int], settings: dict[str, Any], clean: bool) -> Log:
+        """A hosted partition's log. One kept from before starts at its checkpointed
+        log start offset, read once; a new one at 0, even when the checkpoint still
+        names a deleted topic of the same name (as Kafka, which reads it only for
+        the logs it loads at start)."""
+        directory = self.config.data_dir / f"{tp[0]}-{tp[1]}"
+        start = self.recovered_starts.pop(tp, 0) if directory.exists() else 0
+        return Log.open(directory, settings, self.ledger, clean, start)
 
     def close(self) -> None:
         self.checkpoint_high_watermarks()
+        self.checkpoint_log_start_offsets()
         for partition in self.partitions.values():
             partition.log.close()
 
@@ -94,6 +107,16 @@ class ReplicaManager:
         """Writes ``replication-offset-checkpoint`` (periodically and at clean shutdown)."""
         hws = {tp: p.high_watermark for tp, p in self.partitions.items()}
         self.hw_checkpoint.write(hws)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Writes ``log-start-offset-checkpoint`` (periodically and at clean
+        shutdown) for the logs that start past their first segment."""
+        starts = {
+            tp: p.log.log_start_offset
+            for tp, p in self.partitions.items()
+            if p.log.log_start_offset > p.log.segments[0].base_offset
+        }
+        self.start_checkpoint.write(starts)
 
     # -- topics ----------------------------------------------------------------
     def create_topic(
