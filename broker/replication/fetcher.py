@@ -1,7 +1,8 @@
 """The follower's side of replication (Kafka's ``ReplicaFetcherThread``): one fetch
 loop per leader broker, fetching every partition this node follows from it with
-its replica id and the current leader epoch, appending what comes back with the
-leader's offsets and epochs, and taking the leader's HW (capped by its own LEO).
+its replica id, the current leader epoch and its own log start offset, appending
+what comes back with the leader's offsets and epochs, and taking the leader's HW
+(capped by its own LEO) and log start offset.
 
 After every leader change a follower first asks the new leader, with
 OffsetForLeaderEpoch, where its own latest epoch ends in the leader's log and
@@ -168,7 +169,7 @@ class ReplicaFetchers:
                     current_leader_epoch=i32(p.leader_epoch),
                     fetch_offset=i64(p.log.next_offset),
                     last_fetched_epoch=i32(sent[(topic, index)].last_fetched_epoch),
-                    log_start_offset=i64(-1),
+                    log_start_offset=i64(p.log.log_start_offset),
                     partition_max_bytes=i32(PARTITION_MAX_BYTES),
                 )
             )
@@ -204,7 +205,9 @@ class ReplicaFetchers:
                     errors = True
                 else:
                     records = bytes(answer.records or b"")
-                    partition.append_as_follower(records, answer.high_watermark)
+                    partition.append_as_follower(
+                        records, answer.high_watermark, answer.log_start_offset
+                    )
         if errors:
             await asyncio.sleep(BACKOFF_S)
 

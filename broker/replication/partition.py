@@ -29,7 +29,12 @@ is back, or times out.
 A replica starts from its checkpointed HW (``replication-offset-checkpoint``), not
 its log end; a new leader whose HW is still below where its epoch began answers
 ListOffsets for the latest offset with the retriable OFFSET_NOT_AVAILABLE (KIP-207)
-until its followers bring the HW up."""
+until its followers bring the HW up.
+
+The log start offset is replicated too, as in Kafka: a follower raises its own to
+the leader's from each fetch answer (once its HW has reached it) and reports it in
+its next fetch; the leader's low watermark is the smallest log start offset over
+the ISR, what DeleteRecords waits for."""
 
 from __future__ import annotations
 
@@ -66,6 +71,7 @@ class ReplicatedPartition(Partition):
         self.node_id = node_id
         self.high_watermark = min(high_watermark, log.next_offset)
         self.follower_leo: dict[int, int] = {}
+        self.follower_start: dict[int, int] = {}  # each follower's log start offset
         self.caught_up_at: dict[int, float] = {}  # monotonic time each follower last was
         self._last_fetch: dict[int, tuple[float, int]] = {}  # (time, leader LEO then)
         self.epoch_start_offset = log.next_offset
@@ -119,6 +125,7 @@ class ReplicatedPartition(Partition):
         followers = [r for r in self.assignment.replicas if r != self.node_id]
         self.joining = {}
         self.follower_leo = dict.fromkeys(followers, UNKNOWN)
+        self.follower_start = dict.fromkeys(followers, UNKNOWN)
         now = time.monotonic()
         self.caught_up_at = dict.fromkeys(followers, now)
         self._last_fetch = {}
@@ -148,10 +155,14 @@ class ReplicatedPartition(Partition):
             return min(unstable, end) if read_committed and unstable is not None else end
         return super().fetch_upper(read_committed)
 
-    def update_follower(self, replica: int, fetch_offset: int, now: float | None = None) -> None:
-        """A follower fetched from ``fetch_offset``: everything before it is on its log."""
+    def update_follower(
+        self, replica: int, fetch_offset: int, log_start: int = UNKNOWN, now: float | None = None
+    ) -> None:
+        """A follower fetched from ``fetch_offset``: everything before it is on its log,
+        which starts at ``log_start``."""
         if replica not in self.follower_leo:
             return
+        self.follower_start[replica] = log_start
         now = time.monotonic() if now is None else now
         leader_leo = self.log.next_offset
         if fetch_offset >= leader_leo:
@@ -173,6 +184,14 @@ class ReplicatedPartition(Partition):
         fetches caught up)."""
         self.joining.pop(replica, None)
         self.maybe_advance_hw()
+
+    @property
+    def low_watermark(self) -> int:
+        """Kafka's lowWatermarkIfLeader, over the ISR: the smallest log start offset
+        of the in-sync replicas (-1 while a follower has not reported its own)."""
+        isr = self.assignment.isr
+        starts = [self.follower_start.get(r, UNKNOWN) for r in isr if r != self.node_id]
+        return min([self.log.log_start_offset, *starts])
 
     def lagging(self, lag_ms: int, now: float | None = None) -> list[int]:
         """ISR followers not caught up to the LEO for more than ``lag_ms``: the leader
@@ -243,11 +262,15 @@ class ReplicatedPartition(Partition):
                 waiter.set_exception(KafkaError(code, f"{self.topic}-{self.index} lost leadership"))
 
     # -- follower ------------------------------------------------------------------------
-    def append_as_follower(self, data: bytes, leader_hw: int) -> None:
-        """Appends batches copied from the leader with their offsets and epochs."""
+    def append_as_follower(self, data: bytes, leader_hw: int, leader_start: int = UNKNOWN) -> None:
+        """Appends batches copied from the leader with their offsets and epochs, then
+        takes its HW and, once the HW has reached it, its log start offset (Kafka's
+        follower maybeIncrementLogStartOffset)."""
         if data:
             self.log.append_replicated(bytearray(data))
         self.follower_hw(leader_hw)
+        if leader_start <= self.high_watermark:
+            self.log.maybe_increment_log_start_offset(leader_start)
 
     def follower_hw(self, leader_hw: int) -> None:
         hw = min(leader_hw, self.log.next_offset)

@@ -3,7 +3,8 @@ follower's fetch offset is its LEO (everything before it is on its log), which m
 advance the high watermark once its last fetched epoch shows that its log is a
 prefix of ours there; otherwise the answer is a diverging epoch (where the logs
 part) and no records. Records are served up to the leader's LEO, not the HW, and
-the follower is told the HW. A request with a stale leader epoch is refused
+the follower is told the HW and the log start offset, and tells its own (the
+leader's low watermark). A request with a stale leader epoch is refused
 (FENCED_LEADER_EPOCH), one for a partition this node does not lead gets
 NOT_LEADER_OR_FOLLOWER."""
 
@@ -13,7 +14,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from broker.errors import ErrorCode, KafkaError
-from broker.replication.partition import ReplicatedPartition, diverging_epoch
+from broker.replication.partition import UNKNOWN, ReplicatedPartition, diverging_epoch
 
 if TYPE_CHECKING:
     from broker.server.replica_manager import ReplicaManager
@@ -58,13 +59,29 @@ def _read(
             answer["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
             return answer
         if arrived:
-            partition.update_follower(replica, p.fetch_offset)
+            partition.update_follower(replica, p.fetch_offset, _follower_start(p))
         answer["records"] = plog.read(
             p.fetch_offset, p.partition_max_bytes, plog.next_offset, min_one=True
         )
     except KafkaError as e:
         answer["error_code"] = e.code
     return answer
+
+
+def _news(p: Any, answer: dict[str, Any]) -> bool:
+    """The answer tells the follower something: records, an error, a diverging
+    epoch, or a log start offset past its own."""
+    return bool(
+        answer["records"]
+        or answer["error_code"] is not ErrorCode.none
+        or "diverging_epoch" in answer
+        or 0 <= _follower_start(p) < answer["log_start_offset"]
+    )
+
+
+def _follower_start(p: Any) -> int:
+    """The follower's log start offset (Fetch v5+; unknown before)."""
+    return getattr(p, "log_start_offset", UNKNOWN)
 
 
 async def serve_replica_fetch(manager: ReplicaManager, request: Any) -> dict[str, Any]:
@@ -82,10 +99,10 @@ async def serve_replica_fetch(manager: ReplicaManager, request: Any) -> dict[str
             for t in request.topics
         ]
         arrived = False
-        parts = [a for _, answers in responses for a in answers]
         ready = any(
-            a["records"] or a["error_code"] is not ErrorCode.none or "diverging_epoch" in a
-            for a in parts
+            _news(p, a)
+            for t, (_, answers) in zip(request.topics, responses, strict=True)
+            for p, a in zip(t.partitions, answers, strict=True)
         )
         remaining = deadline - loop.time()
         if ready or remaining <= 0:

@@ -85,6 +85,37 @@ def test_acks_all_waits_for_the_hw(tmp_path: Path, ledger: FsyncLedger) -> None:
     asyncio.run(scenario())
 
 
+def test_follower_adopts_the_leaders_log_start_once_its_hw_reaches_it(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    follower = replica(tmp_path, ledger, 2)
+    batch = bytearray(make_batch([b"a", b"b", b"c", b"d"]))
+    follower.append_as_follower(bytes(batch), leader_hw=1, leader_start=3)
+    assert follower.log.log_start_offset == 0  # its HW (1) is below it yet
+    follower.append_as_follower(b"", leader_hw=4, leader_start=3)
+    assert follower.log.log_start_offset == 3
+    assert lookup(follower, EARLIEST, False) == (3, -1)
+    follower.append_as_follower(b"", leader_hw=4, leader_start=1)  # never lowered
+    assert follower.log.log_start_offset == 3
+
+
+def test_low_watermark_is_the_smallest_log_start_over_the_isr(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    leader = replica(tmp_path, ledger, 1)
+    leader.log.append(bytearray(make_batch([b"a", b"b", b"c", b"d"])), 0)
+    leader.update_follower(2, 4, log_start=0)
+    leader.update_follower(3, 4, log_start=0)
+    leader.log.maybe_increment_log_start_offset(3)
+    assert leader.low_watermark == 0
+    leader.update_follower(2, 4, log_start=3)
+    assert leader.low_watermark == 0  # follower 3 still starts at 0
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 0, [1, 2]))  # 3 left the ISR
+    assert leader.low_watermark == 3
+    leader.reassign(PartitionAssignment([1, 2, 3], 1, 1, [1, 2]))  # a new leadership
+    assert leader.low_watermark == -1  # until follower 2 reports again
+
+
 def test_follower_copies_offsets_epochs_and_truncates(tmp_path: Path, ledger: FsyncLedger) -> None:
     leader = replica(tmp_path, ledger, 1, epoch=4)
     follower = replica(tmp_path, ledger, 2, epoch=4)
