@@ -79,7 +79,8 @@ class ReplicatedPartition(Partition):
         #: followers proposed for the ISR → the partition epoch the proposal was
         #: made on; counted for the HW until the controller decides
         self.joining: dict[int, int] = {}
-        self._acks: list[tuple[int, asyncio.Future[None]]] = []
+        self._acks = OffsetWaiters()  # acks=all produces, for the HW
+        self._deletes = OffsetWaiters()  # DeleteRecords, for the low watermark
         self._data_waiters: set[asyncio.Future[None]] = set()
         self._reset_followers()
         self.maybe_advance_hw()  # a leader without followers is its own ISR
@@ -103,8 +104,12 @@ class ReplicatedPartition(Partition):
         if became_leader:
             self._reset_followers()
         self.maybe_advance_hw()
-        if not self.is_leader:
-            self._fail_acks(ErrorCode.not_leader_or_follower)
+        if self.is_leader:
+            self._deletes.reached(self.low_watermark)  # the ISR may have shrunk
+        else:
+            message = f"{self.topic}-{self.index} lost leadership"
+            self._acks.fail(ErrorCode.not_leader_or_follower, message)
+            self._deletes.fail(ErrorCode.not_leader_or_follower, message)
         self.wake()
 
     # -- leader --------------------------------------------------------------------------
@@ -163,6 +168,7 @@ class ReplicatedPartition(Partition):
         if replica not in self.follower_leo:
             return
         self.follower_start[replica] = log_start
+        self._deletes.reached(self.low_watermark)
         now = time.monotonic() if now is None else now
         leader_leo = self.log.next_offset
         if fetch_offset >= leader_leo:
@@ -192,6 +198,27 @@ class ReplicatedPartition(Partition):
         isr = self.assignment.isr
         starts = [self.follower_start.get(r, UNKNOWN) for r in isr if r != self.node_id]
         return min([self.log.log_start_offset, *starts])
+
+    def log_start_raised(self) -> None:
+        """Followers parked in a fetch answer at once with the new log start, so
+        that they adopt it and report theirs without waiting out the fetch."""
+        self._notify_data()
+        self._deletes.reached(self.low_watermark)
+
+    async def wait_low_watermark(self, offset: int, timeout_s: float) -> int:
+        """Kafka's DelayedDeleteRecords: the low watermark once it reaches
+        ``offset``; REQUEST_TIMED_OUT after ``timeout_s``, NOT_LEADER_OR_FOLLOWER
+        if the leadership is lost meanwhile."""
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"{self.topic}-{self.index}")
+        if self.low_watermark >= offset:
+            return self.low_watermark
+        reached = await self._deletes.wait(offset, timeout_s)
+        if reached is None:
+            raise KafkaError(
+                ErrorCode.request_timed_out, f"low watermark {self.low_watermark} < {offset}"
+            )
+        return reached
 
     def lagging(self, lag_ms: int, now: float | None = None) -> list[int]:
         """ISR followers not caught up to the LEO for more than ``lag_ms``: the leader
@@ -224,18 +251,13 @@ class ReplicatedPartition(Partition):
             return
         if not self.is_leader:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self.topic}-{self.index}")
-        if self.high_watermark < end_offset:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._acks.append((end_offset, waiter))
-            # asyncio.wait, not wait_for, which on 3.11 can swallow a racing cancellation
-            done, _ = await asyncio.wait([waiter], timeout=timeout_s)
-            if not done:
-                waiter.cancel()
-                self._acks = [(end, w) for end, w in self._acks if w is not waiter]
-                raise KafkaError(
-                    ErrorCode.request_timed_out, f"HW {self.high_watermark} < {end_offset}"
-                )
-            waiter.result()
+        if (
+            self.high_watermark < end_offset
+            and await self._acks.wait(end_offset, timeout_s) is None
+        ):
+            raise KafkaError(
+                ErrorCode.request_timed_out, f"HW {self.high_watermark} < {end_offset}"
+            )
         if self.under_min_isr:
             min_isr = self.log.config["min.insync.replicas"]
             raise KafkaError(
@@ -248,18 +270,8 @@ class ReplicatedPartition(Partition):
             return
         self.high_watermark = hw
         self.log.producer_state.on_high_watermark(hw)
-        done = [w for end, w in self._acks if end <= hw]
-        self._acks = [(end, w) for end, w in self._acks if end > hw]
-        for waiter in done:
-            if not waiter.done():
-                waiter.set_result(None)
+        self._acks.reached(hw)
         self.wake()
-
-    def _fail_acks(self, code: ErrorCode) -> None:
-        acks, self._acks = self._acks, []
-        for _, waiter in acks:
-            if not waiter.done():
-                waiter.set_exception(KafkaError(code, f"{self.topic}-{self.index} lost leadership"))
 
     # -- follower ------------------------------------------------------------------------
     def append_as_follower(self, data: bytes, leader_hw: int, leader_start: int = UNKNOWN) -> None:
@@ -303,6 +315,40 @@ class ReplicatedPartition(Partition):
             if not waiter.done():
                 waiter.set_result(None)
         self._data_waiters.clear()
+
+
+class OffsetWaiters:
+    """Requests parked until an offset of the partition reaches theirs (Kafka's
+    purgatories): acks=all produces on the HW, DeleteRecords on the low watermark."""
+
+    def __init__(self) -> None:
+        self._waiting: list[tuple[int, asyncio.Future[int]]] = []
+
+    async def wait(self, target: int, timeout_s: float) -> int | None:
+        """The offset once ``reached`` gives one at or past ``target``; None after
+        ``timeout_s``; raises the error ``fail`` gives."""
+        waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiting.append((target, waiter))
+        # asyncio.wait, not wait_for, which on 3.11 can swallow a racing cancellation
+        done, _ = await asyncio.wait([waiter], timeout=timeout_s)
+        if not done:
+            waiter.cancel()
+            self._waiting = [(t, w) for t, w in self._waiting if w is not waiter]
+            return None
+        return waiter.result()
+
+    def reached(self, offset: int) -> None:
+        done = [w for target, w in self._waiting if target <= offset]
+        self._waiting = [(target, w) for target, w in self._waiting if target > offset]
+        for waiter in done:
+            if not waiter.done():
+                waiter.set_result(offset)
+
+    def fail(self, code: ErrorCode, message: str) -> None:
+        waiting, self._waiting = self._waiting, []
+        for _, waiter in waiting:
+            if not waiter.done():
+                waiter.set_exception(KafkaError(code, message))
 
 
 def end_offset_for_epoch(log: Log, epoch: int) -> tuple[int, int]:

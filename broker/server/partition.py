@@ -18,6 +18,8 @@ from broker.server.topics import PartitionAssignment
 #: how long acks=all waits when the request names no timeout (librdkafka's
 #: default request.timeout.ms)
 ACK_TIMEOUT_S = 30.0
+#: DeleteRecords' offset for "everything below the high watermark"
+HIGH_WATERMARK = -1
 
 
 class Partition:
@@ -81,6 +83,37 @@ class Partition:
 
     async def wait_replicated(self, end_offset: int, timeout_s: float = ACK_TIMEOUT_S) -> None:
         """acks=all: on a single node everything appended is already replicated."""
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """Kafka's Partition.deleteRecordsOnLeader: raises the log start offset to
+        ``offset`` (HIGH_WATERMARK: the HW), never past the HW; returns it. Only
+        for logs whose cleanup policy deletes (POLICY_VIOLATION otherwise)."""
+        if "delete" not in self.log.config["cleanup.policy"]:
+            raise KafkaError(
+                ErrorCode.policy_violation, f"{self.topic}-{self.index}: cleanup.policy forbids"
+            )
+        requested = self.high_watermark if offset == HIGH_WATERMARK else offset
+        if not 0 <= requested <= self.high_watermark:
+            raise KafkaError(
+                ErrorCode.offset_out_of_range,
+                f"{self.topic}-{self.index}: {requested} outside [0, HW {self.high_watermark}]",
+            )
+        if self.log.maybe_increment_log_start_offset(requested):
+            self.log_start_raised()
+        return requested
+
+    @property
+    def low_watermark(self) -> int:
+        """The smallest log start offset over the in-sync replicas: on a single
+        node, the log's own."""
+        return self.log.log_start_offset
+
+    def log_start_raised(self) -> None:
+        """The leader raised its log start offset; a single node tells no one."""
+
+    async def wait_low_watermark(self, offset: int, timeout_s: float) -> int:
+        """DeleteRecords: on a single node the low watermark is the raised log start."""
+        return self.low_watermark
 
     def maybe_advance_hw(self) -> None:
         """Single node: everything appended is replicated to the whole ISR."""

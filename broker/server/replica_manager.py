@@ -271,6 +271,15 @@ class ReplicaManager:
         await partition.wait_replicated(offset + 1)
         return offset
 
+    async def delete_records(self, topic: str, index: int, offset: int, timeout_s: float) -> int:
+        """DeleteRecords on the leader: raises the log start offset to ``offset``
+        (-1: the HW) and returns the low watermark once it has reached it (Kafka's
+        DelayedDeleteRecords); raises ``KafkaError``."""
+        partition = self.partition(topic, index)
+        partition.check_leader(self.config.node_id)
+        requested = partition.delete_records_on_leader(offset)
+        return await partition.wait_low_watermark(requested, timeout_s)
+
     # -- reads -----------------------------------------------------------------
     def read(
         self, request: FetchRequestPartition, read_committed: bool, min_one: bool

@@ -88,6 +88,10 @@ def request_for(api_key: int, version: int) -> dict[str, Any]:
             "validate_only": False,
         },
         20: {"topic_names": ["doomed"], "timeout": 1000},
+        21: {
+            "topics": [{"name": "v", "partitions": [{"partition_index": 0, "offset": -1}]}],
+            "timeout": 1000,
+        },
         32: {
             "resources": [{"resource_type": 2, "resource_name": "v", "configuration_keys": None}],
             "include_synonyms": False,
@@ -119,8 +123,8 @@ def test_every_advertised_version_round_trips(broker: BrokerProcess) -> None:
     try:
         assert create_topic(client, "v").error_code == ErrorCode.none
         advertised = client.request(18, 3, request_for(18, 3)).api_keys
-        ours = [a for a in advertised if a.api_key in (0, 1, 2, 3, 18, 19, 20, 32, 60, 61)]
-        assert len(ours) == 10
+        ours = [a for a in advertised if a.api_key in (0, 1, 2, 3, 18, 19, 20, 21, 32, 60, 61)]
+        assert len(ours) == 11
         for entry in ours:
             for version in range(entry.min_version, entry.max_version + 1):
                 if entry.api_key == 20:

@@ -78,12 +78,13 @@ def produce(bootstrap: str, topic: str, values: dict[int, list[str]], **conf: An
 
 
 def read_partition(
-    bootstrap: str, topic: str, partition: int, expect: int, timeout: float = 30
+    bootstrap: str, topic: str, partition: int, expect: int, timeout: float = 30, **conf: Any
 ) -> list[str]:
+    """The values from offset 0 on; ``conf`` adds consumer settings."""
     with Clients() as clients:
         consumer = clients.consumer(
             {"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
-             "enable.auto.commit": False}
+             "enable.auto.commit": False, **conf}
         )  # fmt: skip
         consumer.assign([TopicPartition(topic, partition, 0)])
         return [m.value().decode() for m in poll_records(consumer, expect, timeout)]

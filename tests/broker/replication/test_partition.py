@@ -116,6 +116,42 @@ def test_low_watermark_is_the_smallest_log_start_over_the_isr(
     assert leader.low_watermark == -1  # until follower 2 reports again
 
 
+def test_delete_records_waits_for_the_isr_to_raise_its_log_start(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    async def scenario() -> None:
+        leader = replica(tmp_path, ledger, 1)
+        leader.log.append(bytearray(make_batch([b"a", b"b", b"c", b"d"])), 0)
+        for follower in (2, 3):
+            leader.update_follower(follower, 4, log_start=0)
+        with pytest.raises(KafkaError) as refused:
+            leader.delete_records_on_leader(5)  # past the HW
+        assert refused.value.code is ErrorCode.offset_out_of_range
+        assert leader.delete_records_on_leader(-1) == 4  # the HW
+        waiting = asyncio.ensure_future(leader.wait_low_watermark(4, 5))
+        await asyncio.sleep(0.01)
+        leader.update_follower(2, 4, log_start=4)
+        await asyncio.sleep(0.01)
+        assert not waiting.done()  # follower 3 still starts at 0
+        leader.update_follower(3, 4, log_start=4)
+        assert await asyncio.wait_for(waiting, 1) == 4
+        leader.log.append(bytearray(make_batch([b"e"])), 0)
+        leader.update_follower(2, 5, log_start=4)
+        leader.update_follower(3, 5, log_start=4)
+        leader.delete_records_on_leader(5)
+        with pytest.raises(KafkaError) as timed_out:
+            await leader.wait_low_watermark(5, 0.05)
+        assert timed_out.value.code is ErrorCode.request_timed_out
+        deposed = asyncio.ensure_future(leader.wait_low_watermark(5, 5))
+        await asyncio.sleep(0.01)
+        leader.reassign(PartitionAssignment([1, 2, 3], 2, 1, [1, 2, 3]))
+        with pytest.raises(KafkaError) as lost:
+            await asyncio.wait_for(deposed, 1)
+        assert lost.value.code is ErrorCode.not_leader_or_follower
+
+    asyncio.run(scenario())
+
+
 def test_follower_copies_offsets_epochs_and_truncates(tmp_path: Path, ledger: FsyncLedger) -> None:
     leader = replica(tmp_path, ledger, 1, epoch=4)
     follower = replica(tmp_path, ledger, 2, epoch=4)

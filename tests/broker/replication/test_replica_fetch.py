@@ -23,13 +23,14 @@ from tests.broker.batches import make_batch
 DEFAULTS = {name: key.default for name, key in TOPIC_KEYS.items()}
 
 
-def fetch_request(replica: int, offset: int, wait_s: float) -> Any:
+def fetch_request(replica: int, offset: int, wait_s: float, log_start: int = 0) -> Any:
     """A follower's fetch with no last fetched epoch (its log is a prefix of ours)."""
     partition = SimpleNamespace(
         partition=0,
         fetch_offset=offset,
         current_leader_epoch=0,
         last_fetched_epoch=-1,
+        log_start_offset=log_start,
         partition_max_bytes=1 << 20,
     )
     return SimpleNamespace(
@@ -79,3 +80,30 @@ def test_a_parked_fetch_woken_by_an_append_does_not_count_as_a_new_fetch(
     finally:
         log.close()
         ledger.close()
+
+
+def test_a_parked_fetch_answers_at_once_when_the_log_start_passes_the_followers(
+    tmp_path: Path,
+) -> None:
+    ledger = FsyncLedger(tmp_path)
+    log = Log.open(tmp_path / "t-0", dict(DEFAULTS), ledger, clean=True)
+    leader = ReplicatedPartition("t", 0, log, PartitionAssignment([1, 2], 1, 0, [1, 2]), 1)
+    manager = SimpleNamespace(partitions={("t", 0): leader})
+    try:
+        leader.log.append(bytearray(make_batch([b"a", b"b"])), 0)
+        leader.update_follower(2, 2, log_start=0)
+        assert leader.high_watermark == 2
+
+        async def scenario() -> dict[str, Any]:
+            parked = asyncio.create_task(serve_replica_fetch(manager, fetch_request(2, 2, 5)))
+            await asyncio.sleep(0.05)
+            assert not parked.done()
+            leader.delete_records_on_leader(2)
+            return await asyncio.wait_for(parked, 1)
+
+        answer = asyncio.run(scenario())
+        (served,) = answer["responses"][0]["partitions"]
+        assert (served["records"], served["log_start_offset"]) == (b"", 2)
+        assert leader.follower_start[2] == 0  # the parked request said nothing new
+    finally:
+        log.close()
