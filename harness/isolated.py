@@ -24,26 +24,36 @@ class NoAnswer(Exception):
 
 
 def call_isolated(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` in a fresh (spawned) process: its result, or what it raised.
-    An interrupt (Ctrl-C) reaches the process too; its answer is still awaited,
-    so a run interrupted there heals and tears down as it would here."""
+    """``fn(*args)`` in a fresh (spawned) process logging as this one does: its
+    result, or what it raised. A Ctrl-C reaches that process too; its answer
+    is awaited (a run interrupted there heals and tears down), then the
+    interrupt goes on here. A second Ctrl-C stops it at once."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_answer, args=(fn, args, send))
+    level = logging.getLogger().level
+    child = context.Process(target=_answer, args=(fn, args, send, level))
     child.start()
     send.close()
+    interrupted = False
     answer: tuple[bool, Any] | None = None
-    while answer is None:
-        try:
-            answer = receive.recv()
-        except EOFError:
-            break
-        except KeyboardInterrupt:
-            continue
-    child.join(EXIT_S)
-    if child.is_alive():
-        child.kill()
-        child.join()
+    try:
+        while answer is None:
+            try:
+                answer = receive.recv()
+            except EOFError:
+                break
+            except KeyboardInterrupt:
+                if interrupted:
+                    child.terminate()
+                    raise
+                interrupted = True
+    finally:
+        child.join(EXIT_S)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    if interrupted:
+        raise KeyboardInterrupt
     if answer is None:
         raise NoAnswer(f"its process ended with exit code {child.exitcode} and no answer")
     ok, value = answer
@@ -52,11 +62,12 @@ def call_isolated(fn: Callable[..., Any], *args: Any) -> Any:
     return value
 
 
-def _answer(fn: Callable[..., Any], args: tuple[Any, ...], send: Any) -> None:
+def _answer(fn: Callable[..., Any], args: tuple[Any, ...], send: Any, level: int) -> None:
+    logging.basicConfig(level=level)
     try:
         try:
             answer: tuple[bool, Any] = (True, fn(*args))
-        except Exception as e:
+        except BaseException as e:  # an interrupt too: the caller re-raises it
             answer = (False, e)
         send.send(answer)
     finally:

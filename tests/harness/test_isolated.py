@@ -3,7 +3,10 @@ even when it leaves a thread that never ends, as a stuck librdkafka call does.""
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
 import os
+import signal
 import threading
 import time
 
@@ -42,3 +45,44 @@ def test_what_the_call_raises_is_raised_here() -> None:
 def test_a_process_that_dies_without_answering_is_no_answer() -> None:
     with pytest.raises(NoAnswer, match="exit code 3"):
         call_isolated(die, 3)
+
+
+def interrupted_in_setup(delay: float) -> str:
+    """Stands for a case whose set-up is interrupted: the interrupt comes in
+    while it is not in the run's own loop."""
+    time.sleep(delay)
+    return "not interrupted"
+
+
+def test_an_interrupt_reaches_the_process_and_goes_on_here() -> None:
+    """Ctrl-C goes to the terminal's whole process group: to the call's process
+    and to this one (sent to each here, not to the test run's group)."""
+
+    def ctrl_c() -> None:
+        for child in multiprocessing.active_children():
+            os.kill(child.pid, signal.SIGINT)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(1.5, ctrl_c)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call_isolated(interrupted_in_setup, 10.0)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+
+
+def log_level() -> int:
+    return logging.getLogger().level
+
+
+def test_the_process_logs_at_this_ones_level() -> None:
+    root = logging.getLogger()
+    before = root.level
+    root.setLevel(logging.DEBUG)
+    try:
+        assert call_isolated(log_level) == logging.DEBUG
+    finally:
+        root.setLevel(before)
