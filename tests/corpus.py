@@ -91,11 +91,20 @@ class Entry:
         described = {
             "suite": self.suite,
             "case": self.case,
-            "settings": self.settings,
+            "settings": in_repository(self.settings),
             "expect": list(self.expect),
             "required": self.required,
         }
         return described | ({"one_of": list(self.one_of)} if self.one_of else {})
+
+
+def in_repository(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings with a schedule file named from the repository's root, as
+    recorded: the same on every checkout."""
+    schedule = settings.get("schedule")
+    if isinstance(schedule, str) and Path(schedule).is_absolute():
+        return {**settings, "schedule": Path(schedule).relative_to(ROOT).as_posix()}
+    return settings
 
 
 def entries() -> list[Entry]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -81,16 +80,16 @@ def load_matrix(path: Path) -> tuple[str, list[tuple[str, dict[str, Any], list[s
     expect = _expect(doc.get("expect", "valid"), f"{path}: expect")
     if keys:
         for combo in itertools.product(*values):
-            settings = _anchored(dict(zip(keys, combo, strict=True)), path)
-            cases.append((_case_name(settings), settings, expect))
+            settings = dict(zip(keys, combo, strict=True))
+            cases.append((_case_name(settings), _anchored(settings, path), expect))
     extra = doc.get("cases") or []
     if not isinstance(extra, list):
         raise UsageError(f"{path}: cases must be a list")
     for i, raw in enumerate(extra, 1):
-        settings = _anchored(_mapping(raw, f"{path}: cases[{i}]"), path)
+        settings = _mapping(raw, f"{path}: cases[{i}]")
         want = _expect(settings.pop("expect", "invalid"), f"{path}: cases[{i}].expect")
         name = str(settings.pop("name", "") or _case_name(settings))
-        cases.append((name, settings, want))
+        cases.append((name, _anchored(settings, path), want))
     if not cases:
         raise UsageError(f"{path}: no cases (give a matrix or cases)")
     names = [c[0] for c in cases]
@@ -107,11 +106,11 @@ def load_matrix(path: Path) -> tuple[str, list[tuple[str, dict[str, Any], list[s
 
 
 def _anchored(settings: dict[str, Any], suite: Path) -> dict[str, Any]:
-    """A case's schedule file named relative to its suite file, so that a suite
-    runs from any directory."""
+    """A case's schedule file, named relative to its suite file, as an absolute
+    path: the suite runs the same from any directory."""
     schedule = settings.get("schedule")
     if isinstance(schedule, str) and schedule and not Path(schedule).is_absolute():
-        return {**settings, "schedule": os.path.relpath(suite.parent / schedule)}
+        return {**settings, "schedule": str((suite.parent / schedule).resolve())}
     return settings
 
 

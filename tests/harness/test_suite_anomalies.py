@@ -37,7 +37,16 @@ def test_the_nightly_matrix_resolves_with_its_bug_cases() -> None:
     assert bugs and all(s["anomalies"] for s in bugs)
 
 
-def test_a_case_schedule_is_read_beside_its_suite(tmp_path: Path) -> None:
+def test_a_case_schedule_is_read_beside_its_suite_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "cut.yml").write_text("faults:\n- {at: 1, fault: kill, target: one, duration: 2}\n")
-    _, cases = load_matrix(matrix(tmp_path, "{schedule: cut.yml, seed: 1}"))
-    assert Path(cases[0][1]["schedule"]).resolve() == tmp_path / "cut.yml"
+    suite = matrix(tmp_path, "{schedule: cut.yml, seed: 1}")
+    loaded = []
+    for where in (tmp_path, tmp_path.parent):
+        monkeypatch.chdir(where)
+        loaded.append(load_matrix(suite)[1][0])
+    assert loaded[0] == loaded[1]
+    name, settings, _ = loaded[0]
+    assert settings["schedule"] == str(tmp_path.resolve() / "cut.yml")
+    assert name == "schedule=cut.yml-seed=1"
