@@ -14,6 +14,7 @@ partitions when the broker starts them."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from kio.schema.errors import ErrorCode
 
@@ -31,6 +32,8 @@ from broker.replication.metadata_cache import KRaftMetadataCache
 from broker.replication.quorum_node import QuorumNode
 from broker.server.metadata_cache import BrokerEndpoint
 from broker.server.replica_manager import ReplicaManager
+
+log = logging.getLogger(__name__)
 
 
 def internal_topic_settings(config: BrokerConfig, voters: int) -> tuple[int, int, int]:
@@ -130,6 +133,11 @@ class ClusterNode:
                 if r.error_code in (ErrorCode.none, ErrorCode.topic_already_exists)
             }
             missing = [t for t in missing if t.name not in done]
+            for refused in (r for r in answer.topics if r.name not in done):
+                log.warning(
+                    "creating %s: %s %s (trying again)",
+                    refused.name, refused.error_code.name, refused.error_message or "",
+                )  # fmt: skip
             if missing:
                 await asyncio.sleep(RETRY_S)
         while not all(name in self.topics.topics for name, _, _ in internal):

@@ -52,12 +52,12 @@ class LocalCluster:
 
     def __post_init__(self) -> None:
         ports = free_ports(2 * self.size + self.controllers)
-        roles = [] if not self.controllers else ["process.roles=broker"]
+        roles = [] if not self.controllers else ["process.roles=broker", *self._internal_topics()]
         for i in range(self.size):
             node_id = i + 1
             self.nodes[node_id] = BrokerProcess(
                 self.root / f"n{node_id}",
-                [*self.settings, *roles],
+                [*roles, *self.settings],
                 node_id=node_id,
                 port=ports[2 * i],
                 bugs=self.bugs,
@@ -75,6 +75,17 @@ class LocalCluster:
             )
         for node in self.nodes.values():
             node.voters = self.voters
+
+    def _internal_topics(self) -> list[str]:
+        """Internal topics sized to the brokers: broker-only nodes cannot count
+        them (combined nodes size them by the voters), and Kafka's defaults
+        need three."""
+        rf = min(3, self.size)
+        return [
+            f"offsets.topic.replication.factor={rf}",
+            f"transaction.state.log.replication.factor={rf}",
+            f"transaction.state.log.min.isr={min(2, rf)}",
+        ]
 
     @property
     def broker_ids(self) -> list[int]:

@@ -62,3 +62,18 @@ def test_cli_refuses_bad_cluster_options(tmp_path: Path, args: list[str], messag
     assert proc.returncode == 254
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0]
+
+
+def test_broker_only_nodes_size_the_internal_topics_to_the_brokers(tmp_path: Path) -> None:
+    """Kafka's defaults (replication factor 3, min ISR 2) would leave a cluster
+    of fewer brokers creating its internal topics for ever; a setting given
+    still wins."""
+    from broker.replication.local_cluster import LocalCluster
+
+    cluster = LocalCluster(
+        tmp_path, size=1, controllers=1, settings=["transaction.state.log.min.isr=1"]
+    )
+    broker = cluster.nodes[1].settings
+    assert "offsets.topic.replication.factor=1" in broker
+    assert broker.index("transaction.state.log.min.isr=1") > broker.index("process.roles=broker")
+    assert not any("replication.factor" in s for s in cluster.nodes[2].settings)
