@@ -81,6 +81,11 @@ def _recv(s: socket.socket, n: int) -> bytes:
     return data
 
 
+#: how long one broker may take to answer a DescribeQuorum before the next is
+#: asked: a paused one takes the connection and never answers
+ASK_NODE_S = 2.0
+
+
 class KafkaRoles:
     """`nemesis.targets.Roles` backed by the live cluster: asked of its
     `brokers` (all `nodes` unless controllers run on nodes of their own)."""
@@ -135,7 +140,8 @@ class KafkaRoles:
         errors = []
         for node in self.brokers:
             try:
-                return self._name(quorum_leader(node.address, self.port, self.timeout))
+                timeout = min(self.timeout, ASK_NODE_S)
+                return self._name(quorum_leader(node.address, self.port, timeout))
             except (OSError, ValueError, RoleLookupError) as e:
                 errors.append(f"{node.name}: {e}")
         raise RoleLookupError("no broker answered DescribeQuorum: " + "; ".join(errors))

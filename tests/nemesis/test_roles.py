@@ -13,6 +13,7 @@ import pytest
 
 from broker.launcher import BrokerProcess
 from control.backends.base import Node, Remote
+from nemesis import roles as roles_module
 from nemesis.roles import KafkaRoles
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
@@ -25,15 +26,26 @@ def single_node(tmp_path: Path) -> Iterator[BrokerProcess]:
     broker.kill()
 
 
-def node(name: str, node_id: int) -> Node:
-    return Node(name, "127.0.0.1", cast(Remote, None), "", node_id)
+def node(name: str, node_id: int, address: str = "127.0.0.1") -> Node:
+    return Node(name, address, cast(Remote, None), "", node_id)
 
 
-def test_the_controller_is_asked_of_the_brokers_only(single_node: BrokerProcess) -> None:
-    broker, controller = node("n7", 7), node("n9", 9)
-    roles = KafkaRoles([broker, controller], single_node.port, brokers=[broker])
+def test_the_controller_is_asked_of_the_brokers_only(
+    single_node: BrokerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the controller-only node comes first, at an address nothing answers on
+    controller, broker = node("n9", 9, "198.18.255.254"), node("n7", 7)
+    asked: list[str] = []
+    real = roles_module.quorum_leader
+
+    def recording(address: str, port: int, timeout: float = 5.0) -> int:
+        asked.append(address)
+        return real(address, port, timeout)
+
+    monkeypatch.setattr(roles_module, "quorum_leader", recording)
+    roles = KafkaRoles([controller, broker], single_node.port, brokers=[broker])
     try:
-        assert roles.brokers == [broker]
         assert roles.controller() == "n7"  # a single node is its own quorum's leader
+        assert asked == ["127.0.0.1"]
     finally:
         roles.close()
