@@ -95,9 +95,11 @@ class ClusterSpec:
         if self.controllers and (
             self.backend != "local" or self.db != "reference" or not self.replicated
         ):
+            given = f"backend {self.backend} with db {self.db}"
             raise ClusterError(
                 "controllers: dedicated controller nodes run only on backend local with "
-                f"the replicated reference broker, not backend {self.backend} with db {self.db}"
+                "the replicated reference broker, not "
+                + (given if self.replicated else "independent brokers")
             )
         make_backend(self, Path("."))
         return self

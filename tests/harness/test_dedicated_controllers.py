@@ -62,7 +62,7 @@ def test_the_run_spec_carries_the_controllers_to_the_cluster() -> None:
     [
         ({"backend": "docker", "controllers": 3}, "controllers: .* not backend docker"),
         ({"db": "kafka", "kafka_home": "/opt/kafka", "controllers": 3}, "with db kafka"),
-        ({"replicated": False, "controllers": 3}, "replicated reference broker"),
+        ({"replicated": False, "controllers": 3}, "broker, not independent brokers"),
         ({"controllers": 10}, "controllers must be 0..9"),
     ],
 )
