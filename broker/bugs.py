@@ -104,9 +104,10 @@ BUGS: dict[str, Bug] = {
             "before 2.7, the leader and partition epochs of AlterPartition since KIP-497), "
             "so a leader cut off from the controller cannot shrink its ISR to the followers "
             "cut off with it",
-            "lost-write and inconsistent-offsets: acks=all writes a leader cut off with one "
-            "follower acknowledged are truncated away once the controller's new leader, the "
-            "third replica, is back in reach",
+            "inconsistent-offsets (lost-write where nobody read them first): acks=all writes "
+            "a leader cut off with one follower acknowledged are truncated away once the "
+            "controller's new leader, the third replica, is back in reach, and its own "
+            "writes take their offsets",
             "a leader takes lagging followers out of its ISR at once, on its own authority, "
             "instead of when the controller commits the change",
         ),

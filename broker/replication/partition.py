@@ -79,6 +79,9 @@ class ReplicatedPartition(Partition):
         #: followers proposed for the ISR → the partition epoch the proposal was
         #: made on; counted for the HW until the controller decides
         self.joining: dict[int, int] = {}
+        #: followers the ``no-epoch-fencing`` bug took out of the ISR here, not
+        #: through the controller: put back here once caught up
+        self.unfenced_out: set[int] = set()
         self._acks = OffsetWaiters()  # acks=all produces, for the HW
         self._deletes = OffsetWaiters()  # DeleteRecords, for the low watermark
         self._data_waiters: set[asyncio.Future[None]] = set()
@@ -96,6 +99,7 @@ class ReplicatedPartition(Partition):
             or assignment.leader_epoch != self.assignment.leader_epoch
         )
         self.assignment = assignment
+        self.unfenced_out = set()
         self.joining = {
             r: epoch
             for r, epoch in self.joining.items()
@@ -121,6 +125,7 @@ class ReplicatedPartition(Partition):
         acknowledges acks=all writes that only the two of them hold, while the
         controller has already made another replica leader."""
         isr = [r for r in self.assignment.isr if r not in lagging]
+        self.unfenced_out |= lagging & set(self.assignment.isr)
         self.assignment = replace(self.assignment, isr=isr)
         self.maybe_advance_hw()
 
@@ -179,6 +184,10 @@ class ReplicatedPartition(Partition):
         leo = self.follower_leo[replica] = min(fetch_offset, leader_leo)
         self.maybe_advance_hw()
         caught_up = leo >= self.high_watermark and leo >= self.epoch_start_offset
+        if caught_up and replica in self.unfenced_out:  # the committed ISR never lost it
+            self.unfenced_out.discard(replica)
+            self.assignment = replace(self.assignment, isr=[*self.assignment.isr, replica])
+            return
         outside = replica not in self.assignment.isr and replica not in self.joining
         propose = self.on_caught_up
         if caught_up and outside and propose is not None and propose(self, replica):

@@ -66,6 +66,8 @@ def test_a_leader_cut_off_with_one_follower_acknowledges_alone(
     if bug:
         assert acknowledged and leader.assignment.isr == [1, 2]
         assert leader.high_watermark == 1  # held by nodes 1 and 2 alone
+        leader.update_follower(3, 1)  # back and caught up: the committed ISR never lost it
+        assert leader.assignment.isr == [1, 2, 3] and not leader.unfenced_out
     else:
         assert not acknowledged and leader.assignment.isr == [1, 2, 3]
         assert leader.high_watermark == 0
