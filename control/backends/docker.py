@@ -2,21 +2,35 @@
 
 Containers run the broker as a pidfile daemon under an init (see
 `docker/node.sh`), so kill, pause and restart work inside a live container
-exactly as on the other backends; iptables faults need only NET_ADMIN. Works
-with Compose v2 (`docker compose`) or v1 (`docker-compose`), whichever is
-installed. Each cluster is its own Compose project on its own /24 of
-198.18.0.0/15.
+exactly as on the other backends; iptables faults need only NET_ADMIN.
+Compose (v2 `docker compose` or v1 `docker-compose`) brings a project up and
+down; every operation on a container (exec, copy in and out, start, list)
+goes through the Docker SDK, whose refusals come back as `DockerError`s
+naming the operation and the container. Each cluster is its own Compose
+project on its own /24 of 198.18.0.0/15.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import os
+import posixpath
 import shutil
 import subprocess
-from collections.abc import Mapping
+import tarfile
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+
+import docker
+import requests
+from docker.errors import APIError, DockerException, NotFound
+from docker.models.containers import Container
 
 from control.backends import local
 from control.backends.base import ClusterError, InstalledBroker, Node, Record
@@ -30,80 +44,158 @@ ROOT = "/data"
 
 
 class DockerError(RuntimeError):
-    """The Docker engine or Compose is missing or failed."""
+    """The Docker engine or Compose is missing, or refused an operation."""
 
 
-def _run(
-    argv: list[str],
-    *,
-    timeout: float = 300.0,
-    env: dict[str, str] | None = None,
-    check: bool = True,
-) -> Result:
+def engine_address() -> str:
+    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+
+
+@contextmanager
+def engine(what: str) -> Iterator[None]:
+    """Turns the SDK's exceptions into a `DockerError` saying what was asked
+    of what, and why it failed."""
+    try:
+        yield
+    except NotFound as e:
+        raise DockerError(f"{what}: it is gone ({e.explanation or e})") from None
+    except APIError as e:
+        raise DockerError(f"{what}: {e.explanation or e}") from None
+    except (DockerException, requests.RequestException) as e:
+        raise DockerError(f"{what}: no Docker engine at {engine_address()}: {e}") from None
+
+
+@functools.cache
+def client() -> docker.DockerClient:
+    """The engine's client (DOCKER_HOST, else the local socket), checked once."""
+    with engine("connecting to the Docker engine"):
+        found = docker.from_env()
+        found.ping()
+    return found
+
+
+def engine_running() -> bool:
+    try:
+        client()
+    except DockerError:
+        return False
+    return True
+
+
+def _tool(argv: list[str], *, timeout: float = 300.0, env: Mapping[str, str]) -> None:
+    """Runs Compose or the image build script; a failure is a `DockerError`
+    with the last lines it printed."""
     try:
         proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+            argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **env}
         )
     except FileNotFoundError:
         raise DockerError(
             f"`{argv[0]}` is not installed (scripts/setup-system.sh installs it)"
         ) from None
-    result = Result(proc.returncode, proc.stdout, proc.stderr)
-    if check and proc.returncode != 0:
+    if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise DockerError(
             f"`{' '.join(argv[:4])} ...` exited {proc.returncode}: {' | '.join(tail)}"
         )
-    return result
 
 
 def compose_command() -> list[str]:
     """`docker compose` when the v2 plugin is there, else `docker-compose`."""
-    if shutil.which("docker") and _run(["docker", "compose", "version"], check=False).exit == 0:
-        return ["docker", "compose"]
+    if shutil.which("docker"):
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True)
+        if probe.returncode == 0:
+            return ["docker", "compose"]
     if shutil.which("docker-compose"):
         return ["docker-compose"]
     raise DockerError("neither `docker compose` nor `docker-compose` is installed")
 
 
-def engine_running() -> bool:
-    return shutil.which("docker") is not None and _run(["docker", "info"], check=False).exit == 0
+def _decode(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", "replace")
 
 
 class DockerRemote:
-    """Runs shell lines in a container with `docker exec`."""
+    """Runs shell lines in a container and copies files in and out of it."""
 
-    def __init__(self, container: str) -> None:
+    def __init__(self, container: str, name: str = "") -> None:
         self.container = container
+        self.name = name or container[:12]
+
+    @functools.cached_property
+    def model(self) -> Container:
+        """The SDK's handle on the container (looked up on first use)."""
+        with engine(f"finding container {self.name}"):
+            return client().containers.get(self.container)
 
     def execute(self, line: str, *, timeout: float = 60.0) -> Result:
-        try:
-            return _run(
-                ["docker", "exec", self.container, "sh", "-c", line], timeout=timeout, check=False
-            )
-        except subprocess.TimeoutExpired:
-            return Result(124, "", f"timed out after {timeout}s")
+        """`sh -c line` in the container. After `timeout` the result is exit
+        124 and the command is left to finish on its own, as `docker exec`
+        leaves it when its client goes away. A container that is gone or not
+        running gives exit 125 (as the `docker` command does) with the reason."""
+        box: list[Result] = []
+
+        def run() -> None:
+            try:
+                with engine(f"exec in container {self.name}"):
+                    exit_code, (out, err) = self.model.exec_run(["sh", "-c", line], demux=True)
+                box.append(Result(exit_code, _decode(out), _decode(err)))
+            except DockerError as e:
+                box.append(Result(125, "", str(e)))
+
+        worker = threading.Thread(target=run, name=f"exec-{self.name}", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        return box[0] if box else Result(124, "", f"timed out after {timeout}s")
 
     def upload(self, local: str, remote: str) -> None:
-        _run(["docker", "cp", local, f"{self.container}:{remote}"])
+        """Copies a file in as a one-member tar archive (`put_archive`); the
+        directory it goes to must exist."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(local, arcname=posixpath.basename(remote))
+        with engine(f"copying {local} to {self.name}:{remote}"):
+            self.model.put_archive(posixpath.dirname(remote) or "/", buf.getvalue())
 
     def download(self, remote: str, local: str) -> None:
-        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
-        _run(["docker", "cp", f"{self.container}:{remote}", local])
+        """Copies a file out (`get_archive`: a tar stream of that one file)."""
+        with engine(f"copying {self.name}:{remote} to {local}"):
+            stream, _ = self.model.get_archive(remote)
+            data = b"".join(stream)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            member = tar.next()
+            source = tar.extractfile(member) if member is not None else None
+            if source is None:
+                raise DockerError(f"copying {self.name}:{remote}: not a regular file")
+            os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+            with open(local, "wb") as f:
+                shutil.copyfileobj(source, f)
 
     def close(self) -> None:
         pass
 
 
-def image_exists() -> bool:
-    return _run(["docker", "image", "inspect", IMAGE], check=False).exit == 0
+def container_of(node: Node) -> Container:
+    """The container a node of this backend is."""
+    if not isinstance(node.remote, DockerRemote):
+        raise ClusterError(f"{node.name} is not a container")
+    return node.remote.model
+
+
+def image_exists(image: str = IMAGE) -> bool:
+    try:
+        with engine(f"inspecting image {image}"):
+            client().images.get(image)
+    except DockerError:
+        return False
+    return True
 
 
 def ensure_image(force: bool = False) -> None:
     """Builds the node image offline when its sources changed (the build
     script compares a source hash label), or always with `force`."""
     env = {"JEPKA_FORCE_BUILD": "1"} if force else {}
-    _run(["bash", str(BUILD_SCRIPT)], timeout=900, env=env)
+    _tool(["bash", str(BUILD_SCRIPT)], timeout=900, env=env)
 
 
 def compose_env(subnet_prefix: str, broker_args: str) -> dict[str, str]:
@@ -116,47 +208,56 @@ def compose_env(subnet_prefix: str, broker_args: str) -> dict[str, str]:
 
 def up(project: str, compose_file: str, env: dict[str, str], timeout: float = 180.0) -> None:
     base = [*compose_command(), "-p", project, "-f", compose_file]
-    _run([*base, "up", "-d"], env=env, timeout=timeout)
+    _tool([*base, "up", "-d"], env=env, timeout=timeout)
 
 
 def down(project: str, compose_file: str, env: dict[str, str]) -> None:
     """Removes the project's containers, network and volumes; idempotent."""
     base = [*compose_command(), "-p", project, "-f", compose_file]
-    _run([*base, "down", "-v", "--remove-orphans", "-t", "2"], env=env, check=False)
+    with contextlib.suppress(DockerError):  # nothing left to remove is the goal
+        _tool([*base, "down", "-v", "--remove-orphans", "-t", "2"], env=env)
 
 
-def containers(project: str) -> dict[str, str]:
-    """`{service: container id}` of a project's containers (running or not)."""
-    out = _run(
-        [
-            "docker",
-            "ps",
-            "-a",
-            "--filter",
-            f"label=com.docker.compose.project={project}",
-            "--format",
-            '{{.ID}} {{.Label "com.docker.compose.service"}}',
-        ],
-        check=False,
-    ).out
-    return {svc: cid for cid, _, svc in (line.partition(" ") for line in out.splitlines())}
+def labelled(label: str, value: str, key: str) -> dict[str, Container]:
+    """`{label key's value: container}` of the containers (running or not)
+    labelled `label=value`."""
+    with engine(f"listing the containers of {value}"):
+        found = client().containers.list(all=True, filters={"label": f"{label}={value}"})
+    return {c.labels.get(key, ""): c for c in found}
 
 
-def make_nodes(project: str, subnet_prefix: str, count: int) -> list[Node]:
-    found = containers(project)
+def containers(project: str) -> dict[str, Container]:
+    """`{service: container}` of a Compose project."""
+    return labelled("com.docker.compose.project", project, "com.docker.compose.service")
+
+
+def make_nodes(
+    found: Mapping[str, Container], subnet_prefix: str, count: int, root: str
+) -> list[Node]:
     missing = [f"n{i}" for i in range(1, count + 1) if f"n{i}" not in found]
     if missing:
-        raise DockerError(f"compose project {project}: no container for {', '.join(missing)}")
+        raise DockerError(f"no container for {', '.join(missing)}")
     return [
         Node(
             name=f"n{i}",
             address=f"{subnet_prefix}.{10 + i}",
-            remote=DockerRemote(found[f"n{i}"]),
-            root=ROOT,
+            remote=DockerRemote(found[f"n{i}"].id or "", found[f"n{i}"].name or f"n{i}"),
+            root=root,
             node_id=i,
         )
         for i in range(1, count + 1)
     ]
+
+
+def revive(found: Mapping[str, Container]) -> None:
+    """Starts the containers that are stopped and unpauses the paused ones."""
+    for container in found.values():
+        with engine(f"reviving container {container.name}"):
+            container.reload()
+            if container.status == "paused":
+                container.unpause()
+            elif container.status != "running":
+                container.start()
 
 
 def choose_subnet(name: str) -> str:
@@ -196,7 +297,7 @@ class DockerBackend:
     def create(self, record: Record) -> dict[str, Any]:
         if not engine_running():
             raise ClusterError(
-                "the Docker engine is not running (scripts/setup-system.sh starts it)"
+                f"no Docker engine at {engine_address()} (scripts/setup-system.sh starts it)"
             )
         ensure_image(force=self.build_image)
         with local.net_lock():
@@ -213,14 +314,14 @@ class DockerBackend:
     def nodes(self, state: Mapping[str, Any]) -> list[Node]:
         if "subnet_prefix" not in state:
             return []
-        return make_nodes(state["project"], state["subnet_prefix"], self.count)
+        return make_nodes(containers(state["project"]), state["subnet_prefix"], self.count, ROOT)
 
     def client_address(self, state: Mapping[str, Any], nodes: list[Node]) -> str:
         return f"{state['subnet_prefix']}.1"
 
     def restore(self, state: Mapping[str, Any], nodes: list[Node]) -> list[Node]:
-        """`compose up`: starts the containers that are stopped, leaves the rest."""
-        up(state["project"], state["compose_file"], self._env(state))
+        """Starts the containers that are stopped, unpauses the paused ones."""
+        revive(containers(state["project"]))
         return self.nodes(state)
 
     def destroy(self, state: Mapping[str, Any]) -> None:

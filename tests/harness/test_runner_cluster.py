@@ -158,7 +158,8 @@ def test_compose_nodes_form_one_cluster(tmp_path: Path) -> None:
     each container, every one of them in the ISR."""
     from confluent_kafka.admin import NewTopic
 
-    from tests.control.backends.test_docker import docker_unavailable, project_objects
+    from tests.control.backends.conftest import docker_unavailable
+    from tests.control.backends.test_docker import project_objects
     from workloads.handles import Clients
 
     reason = docker_unavailable()

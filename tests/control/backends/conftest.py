@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import pytest
 
+from control.backends import docker as docker_backend
 from control.backends import local
 from tests.eventually import eventually
 from tests.nemesis.probes import netns_available
@@ -113,3 +114,24 @@ def ssh_sudo_user(ssh_hosts: SshHosts) -> Iterator[str]:
             interval=0.2,
             what=f"test user {user} still has processes",
         )
+
+
+def docker_unavailable() -> str | None:
+    """Why the docker backend cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root for the Docker engine"
+    if not docker_backend.engine_running():
+        return "the Docker engine is not running (scripts/setup-system.sh starts it)"
+    try:
+        docker_backend.compose_command()
+    except docker_backend.DockerError as e:
+        return str(e)
+    return None
+
+
+@pytest.fixture(scope="module")
+def docker_engine() -> None:
+    """Skips unless the Docker engine (and Compose) can be used."""
+    reason = docker_unavailable()
+    if reason:
+        pytest.skip(reason)

@@ -3,8 +3,6 @@ fault schedule, heal, and nothing left behind."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 import uuid
 from functools import partial
@@ -24,33 +22,15 @@ from tests.nemesis.probes import api_versions_answers, connection_matrix
 pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.slow]
 
 
-def docker_unavailable() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root for the Docker engine"
-    if not docker_backend.engine_running():
-        return "the Docker engine is not running (scripts/setup-system.sh starts it)"
-    try:
-        docker_backend.compose_command()
-    except docker_backend.DockerError as e:
-        return str(e)
-    return None
-
-
 def project_objects(project: str) -> list[str]:
-    label = f"label=com.docker.compose.project={project}"
-    found = []
-    for kind in (["ps", "-a"], ["volume", "ls"], ["network", "ls"]):
-        out = subprocess.run(
-            ["docker", *kind, "-q", "--filter", label], capture_output=True, text=True
-        ).stdout
-        found += out.split()
-    return found
+    """The ids of a Compose project's containers, volumes and networks."""
+    client = docker_backend.client()
+    label = {"label": f"com.docker.compose.project={project}"}
+    kinds = (client.containers.list(all=True, filters=label), client.volumes.list(filters=label))
+    return [o.id for found in (*kinds, client.networks.list(filters=label)) for o in found]
 
 
-def test_compose_cluster_survives_a_fault_schedule(tmp_path: Path) -> None:
-    reason = docker_unavailable()
-    if reason:
-        pytest.skip(reason)
+def test_compose_cluster_survives_a_fault_schedule(tmp_path: Path, docker_engine: None) -> None:
     spec = ClusterSpec(name=f"d{uuid.uuid4().hex[:8]}", backend="docker", nodes=3)
     cluster = Cluster.up(spec, tmp_path)  # builds the offline image if sources changed
     project = cluster.state["project"]
@@ -105,8 +85,7 @@ def test_compose_cluster_survives_a_fault_schedule(tmp_path: Path) -> None:
             assert n2.run("cat /data/broker.pid").out.strip() != pid
             assert process_state(n2) in RUNNING
 
-            stopped = cluster.nodes[0].remote.container  # type: ignore[attr-defined]
-            subprocess.run(["docker", "stop", "-t", "1", stopped], check=True, capture_output=True)
+            docker_backend.container_of(cluster.nodes[0]).stop(timeout=1)
             cluster.heal()
             assert connection_matrix(cluster.nodes, links) == set()
             deadline = time.monotonic() + 60  # healed: the quorum forms again, brokers serve

@@ -1,0 +1,66 @@
+"""Containers through the Docker SDK: a container's exec and copies in and
+out as the docker backend drives them."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from docker.errors import NotFound
+from docker.models.containers import Container
+
+from control.backends import docker as docker_backend
+from control.backends.base import Node
+from control.remote import Result
+
+pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.slow]
+
+
+@pytest.fixture
+def container(docker_engine: None) -> Iterator[Container]:
+    """A container of the node image that prints a line, then idles (its
+    own process, not the node's entry)."""
+    docker_backend.ensure_image()
+    made = docker_backend.client().containers.create(
+        docker_backend.IMAGE,
+        ["sh", "-c", "echo main-process-says-hi; exec sleep infinity"],
+        entrypoint=[],
+        name=f"jepka-sdk-{uuid.uuid4().hex[:8]}",
+        init=True,
+        network_mode="none",
+    )
+    try:
+        made.start()
+        yield made
+    finally:
+        with contextlib.suppress(NotFound):  # a test may remove it itself
+            made.remove(force=True, v=True)
+
+
+def as_node(container: Container) -> Node:
+    remote = docker_backend.DockerRemote(container.id or "", container.name or "")
+    return Node("n1", "127.0.0.1", remote, "/data", 1)
+
+
+def test_exec_and_copies(container: Container, tmp_path: Path) -> None:
+    remote = as_node(container).remote
+    assert remote.execute("echo out; echo err >&2; exit 3") == Result(3, "out\n", "err\n")
+    assert remote.execute("sleep 3", timeout=0.3).exit == 124
+
+    sent = tmp_path / "in.txt"
+    sent.write_bytes(b"payload\n\x00bytes")
+    remote.upload(str(sent), "/tmp/copied.txt")
+    assert remote.execute("wc -c < /tmp/copied.txt").out.strip() == "14"
+    remote.download("/tmp/copied.txt", str(tmp_path / "back" / "out.txt"))
+    assert (tmp_path / "back" / "out.txt").read_bytes() == sent.read_bytes()
+    with pytest.raises(docker_backend.DockerError, match="/tmp/nothing-here"):
+        remote.download("/tmp/nothing-here", str(tmp_path / "x"))
+
+    container.remove(force=True)
+    gone = remote.execute("true")
+    assert gone.exit == 125 and container.name in gone.err and "gone" in gone.err
+    with pytest.raises(docker_backend.DockerError, match=f"to {container.name}:/tmp/x"):
+        remote.upload(str(sent), "/tmp/x")
