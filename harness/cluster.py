@@ -33,7 +33,8 @@ from typing import Any
 from control.backends.base import Backend, ClusterError, Node
 from control.backends.docker import DockerBackend
 from control.backends.local import LocalBackend
-from control.db.base import DaemonDB, process_state
+from control.db.base import DaemonDB
+from control.db.container import ContainerKafka
 from control.db.kafka import KafkaKraft
 from control.db.reference import ReferenceBroker
 from control.net import iptables
@@ -72,6 +73,9 @@ class ClusterSpec:
     ssh_check_host_keys: bool = True
     node_root: str | None = None
     compose_file: str | None = None
+    #: backend docker: an image following apache/kafka's conventions to run
+    #: instead of the reference broker's node image
+    image: str | None = None
     #: reference brokers form one combined-mode cluster (False: independent
     #: single-node brokers)
     replicated: bool = True
@@ -86,6 +90,10 @@ class ClusterSpec:
             raise ClusterError(f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
         if self.db not in DBS:
             raise ClusterError(f"unknown db {self.db!r}; known: {', '.join(DBS)}")
+        if self.image and self.backend != "docker":
+            raise ClusterError(f"image {self.image}: images run on backend docker only")
+        if self.image and self.db != "reference":
+            raise ClusterError(f"image {self.image} brings its own broker: leave db unset")
         if self.db == "kafka" and not self.kafka_home:
             raise ClusterError("db kafka needs kafka_home (the Kafka installation on each node)")
         if not 1 <= self.nodes <= 200:
@@ -192,7 +200,15 @@ def make_backend(spec: ClusterSpec, work_dir: Path, build_image: bool = False) -
         return LocalBackend(spec.name, spec.count, spec.node_root or str(work_dir))
     if spec.backend == "docker":
         return DockerBackend(
-            spec.name, spec.count, spec.compose_file, spec.bugs, spec.replicated, build_image
+            spec.name,
+            spec.count,
+            spec.compose_file,
+            spec.bugs,
+            spec.replicated,
+            build_image,
+            spec.image,
+            spec.port,
+            tuple(spec.broker_overrides.items()),
         )
     from control.backends.ssh import SshBackend, SshConfig  # paramiko only when needed
 
@@ -207,6 +223,8 @@ def make_backend(spec: ClusterSpec, work_dir: Path, build_image: bool = False) -
 
 
 def make_db(spec: ClusterSpec, backend: Backend) -> DaemonDB:
+    if spec.image:
+        return ContainerKafka(port=spec.port)
     if spec.db == "kafka":
         assert spec.kafka_home is not None
         return KafkaKraft(
@@ -408,7 +426,7 @@ class Cluster:
     def status(self) -> list[dict[str, Any]]:
         def one(node: Node) -> dict[str, Any]:
             try:
-                state = process_state(node)
+                state = self.db.state(node)
                 rules = iptables.rules(node)
             except Exception as e:  # a node we cannot reach is itself a status
                 return {"node": node.name, "address": node.address, "error": str(e)}
@@ -423,16 +441,11 @@ class Cluster:
 
     def collect_logs(self, dest: str | os.PathLike[str]) -> list[str]:
         """Copies each node's log files to `dest/<node>/`; returns what it got."""
-        got = []
-        for node in self.nodes:
-            for path in self.db.log_files(node):
-                target = os.path.join(dest, node.name, os.path.basename(path))
-                try:
-                    node.remote.download(path, target)
-                    got.append(target)
-                except Exception:  # a log that was never written is not an error
-                    continue
-        return got
+        return [
+            path
+            for node in self.nodes
+            for path in self.db.collect_logs(node, os.path.join(dest, node.name))
+        ]
 
 
 def process_identity(pid: int) -> dict[str, Any] | None:

@@ -83,7 +83,7 @@ class FaultTracker:
 def cluster_spec(spec: TestSpec) -> ClusterSpec:
     """The cluster a test starts: its nodes, broker and where they run."""
     overrides = {"min.insync.replicas": str(spec.min_isr)}
-    if spec.db == "reference":  # same seed, same replica placement (Kafka's is random)
+    if spec.db == "reference" and not spec.image:  # same seed, same replica placement
         overrides["replica.placement.seed"] = str(spec.seed)
     overrides.update(spec.broker_settings)
     return ClusterSpec(
@@ -101,6 +101,7 @@ def cluster_spec(spec: TestSpec) -> ClusterSpec:
         ssh_config=spec.ssh_config,
         ssh_check_host_keys=spec.ssh_check_host_keys,
         kafka_home=spec.kafka_home or None,
+        image=spec.image or None,
     )
 
 
@@ -216,7 +217,7 @@ def run_test(
         "versions": versions(spec),
         "status": "starting",
     }
-    if spec.db == "reference" and not (spec.bootstrap or spec.use_cluster):
+    if spec.db == "reference" and not (spec.bootstrap or spec.use_cluster or spec.image):
         # what the reference cluster this run starts is told (its timeouts among them)
         planned = cluster_spec(spec)
         test["broker_settings"] = cluster_settings(planned.broker_count, planned.broker_overrides)

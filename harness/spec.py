@@ -201,6 +201,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("ssh_config", str, "~/.ssh/config", "OpenSSH client config file to read"),
     Option("ssh_check_host_keys", _bool, True, "refuse hosts whose key is not in known_hosts"),
     Option("kafka_home", str, "", "Apache Kafka's install directory on each node (--db kafka)"),
+    Option(
+        "image",
+        str,
+        "",
+        "--cluster docker: a local image following apache/kafka's conventions (KAFKA_* settings)",
+    ),
 )
 BY_NAME = {name: o for o in OPTIONS for name in (o.name, *o.aliases)}
 KIND_NAMES: dict[Callable[[Any], Any], str] = {
@@ -257,6 +263,7 @@ class TestSpec:
     ssh_config: str
     ssh_check_host_keys: bool
     kafka_home: str
+    image: str
 
     @property
     def faults(self) -> tuple[str, ...]:
@@ -361,6 +368,25 @@ def _registered(name: str, store: str, bootstrap: str) -> ClusterSpec:
     return ClusterSpec.from_json(data["spec"])
 
 
+#: faults that need the node layout of the reference broker's own node image
+#: (its fsync ledger, its broker under libfaketime)
+LAYOUT_FAULTS = ("lose-unfsynced", "clock", "clock-strobe")
+
+
+def _check_image(spec: TestSpec) -> None:
+    """An image runs on backend docker as the whole broker of each node."""
+    if spec.cluster != "docker":
+        raise SpecError(f"image {spec.image}: images run with --cluster docker only")
+    if spec.db != "reference" or spec.bug:
+        raise SpecError(f"image {spec.image} brings its own broker: drop db and bug")
+    layout = [n for n in spec.nemesis if n in LAYOUT_FAULTS]
+    if layout:
+        raise SpecError(
+            f"nemesis {','.join(layout)} needs the reference broker's node image; "
+            f"image {spec.image} runs its own entrypoint"
+        )
+
+
 def load_schedule(path: str) -> FaultPlan:
     """The fault plan in a schedule file."""
     try:
@@ -442,6 +468,7 @@ def resolve(
             bug=tuple(registered.bugs),
             hosts=tuple(registered.hosts),
             kafka_home=registered.kafka_home or "",
+            image=registered.image or "",
         )
     if values["schedule"]:
         values["nemesis"] = _scheduled(values["schedule"], values["nemesis"])
@@ -465,6 +492,8 @@ def resolve(
             f"--controllers {spec.controllers}: dedicated controller nodes run only on "
             f"--cluster local with --db reference, not with {given}"
         )
+    if spec.image:
+        _check_image(spec)
     if spec.client_config:  # read now: a bad file stops the run before anything starts
         read_properties(spec.client_config)
     if spec.replication_factor > spec.nodes and not spec.bootstrap:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from control.backends.base import Node
-from control.db.base import DaemonDB, process_state
+from control.db.base import DaemonDB
 from control.remote import on_nodes
 from nemesis.base import Nemesis, NemesisContext, NemesisError, OpDict, complete
 from nemesis.family import Build, FaultFamily, FaultOptions
@@ -91,7 +91,7 @@ def heal_node(node: Node, db: DaemonDB, nodes: Sequence[Node]) -> None:
     """Undoes every process fault on ``node``: resumes a paused broker and
     starts a killed one."""
     db.resume(node)
-    if not process_state(node):
+    if not db.running(node):
         db.start(node, list(nodes))
 
 

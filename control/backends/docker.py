@@ -1,13 +1,22 @@
-"""The `docker` backend: each node a container of `docker-compose.yml`.
+"""The `docker` backend: each node a container, driven through the Docker SDK.
 
-Containers run the broker as a pidfile daemon under an init (see
-`docker/node.sh`), so kill, pause and restart work inside a live container
-exactly as on the other backends; iptables faults need only NET_ADMIN.
-Compose (v2 `docker compose` or v1 `docker-compose`) brings a project up and
-down; every operation on a container (exec, copy in and out, start, list)
-goes through the Docker SDK, whose refusals come back as `DockerError`s
-naming the operation and the container. Each cluster is its own Compose
-project on its own /24 of 198.18.0.0/15.
+Two kinds of cluster:
+
+* jepka's own node image (`docker-compose.yml`): containers run the reference
+  broker as a pidfile daemon under an init (see `docker/node.sh`), so kill,
+  pause and restart work inside a live container exactly as on the other
+  backends; iptables faults need only NET_ADMIN. Compose (v2 `docker compose`
+  or v1 `docker-compose`) brings the project up and down.
+* any image following the official apache/kafka image's conventions
+  (`image`): the backend makes a network and one container per node, each
+  configured by `KAFKA_*` variables as a KRaft combined-mode node; the broker
+  is the container's main process, so process faults act on the container
+  (`control.db.container`).
+
+Every operation on a container (exec, copy in and out, start, stop, kill,
+pause, logs, inspect) goes through the SDK; the engine's refusals come back as
+`DockerError`s naming the operation and the container. Each cluster has its
+own /24 of 198.18.0.0/15.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from docker.models.containers import Container
 
 from control.backends import local
 from control.backends.base import ClusterError, InstalledBroker, Node, Record
+from control.db.kafka import image_env, kraft_cluster_id, server_settings
 from control.remote import Result
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +51,11 @@ COMPOSE_FILE = REPO / "docker-compose.yml"
 BUILD_SCRIPT = REPO / "docker" / "build-image.sh"
 IMAGE = "jepka-node:latest"
 ROOT = "/data"
+#: labels of the containers and network of an `image` cluster
+CLUSTER_LABEL = "jepka.cluster"
+NODE_LABEL = "jepka.node"
+#: where an `image` node keeps its data (the apache/kafka image's data volume)
+IMAGE_LOG_DIR = "/var/lib/kafka/data"
 
 
 class DockerError(RuntimeError):
@@ -272,10 +287,59 @@ def choose_subnet(name: str) -> str:
     raise ClusterError("no free /24 left for a docker cluster")
 
 
+def create_image_cluster(
+    project: str, image: str, subnet_prefix: str, envs: list[dict[str, str]]
+) -> None:
+    """A bridge network on the subnet and one container of `image` per
+    environment, node `i` at `.1i`, all labelled with the project, started."""
+    api = client().api
+    labels = {CLUSTER_LABEL: project}
+    with engine(f"creating network {project}"):
+        pool = docker.types.IPAMPool(subnet=f"{subnet_prefix}.0/24", gateway=f"{subnet_prefix}.1")
+        client().networks.create(
+            project,
+            driver="bridge",
+            ipam=docker.types.IPAMConfig(pool_configs=[pool]),
+            labels=labels,
+        )
+    for i, env in enumerate(envs, 1):
+        name = f"{project}-n{i}"
+        with engine(f"creating container {name} of image {image}"):
+            made = api.create_container(
+                image,
+                name=name,
+                hostname=f"n{i}",
+                environment=env,
+                labels={**labels, NODE_LABEL: f"n{i}"},
+                host_config=api.create_host_config(
+                    network_mode=project, cap_add=["NET_ADMIN"], init=True
+                ),
+                networking_config=api.create_networking_config(
+                    {project: api.create_endpoint_config(ipv4_address=f"{subnet_prefix}.{10 + i}")}
+                ),
+            )
+            api.start(made["Id"])
+
+
+def remove_image_cluster(project: str) -> None:
+    """Removes an image cluster's containers (with their anonymous volumes)
+    and network; idempotent."""
+    for container in labelled(CLUSTER_LABEL, project, NODE_LABEL).values():
+        try:
+            with engine(f"removing container {container.name}"):
+                container.remove(force=True, v=True)
+        except DockerError:
+            continue  # gone already
+    with engine(f"removing network {project}"):
+        for network in client().networks.list(filters={"label": f"{CLUSTER_LABEL}={project}"}):
+            network.remove()
+
+
 @dataclass(frozen=True)
 class DockerBackend:
-    """A cluster's nodes as the three containers of a Compose project, each
-    running the reference broker of the node image (with `bugs`)."""
+    """A cluster's nodes as containers: the three of the Compose project
+    running the reference broker of the node image (with `bugs`), or, with
+    `image`, `count` containers of that image."""
 
     name: str
     count: int
@@ -284,51 +348,98 @@ class DockerBackend:
     replicated: bool = True
     #: rebuild the node image even when its sources did not change
     build_image: bool = False
+    #: an image following apache/kafka's conventions, instead of the node image
+    image: str | None = None
+    port: int = 9092
+    overrides: tuple[tuple[str, str], ...] = ()
 
     destroy_ends_processes: ClassVar[bool] = True
-    installed_broker: ClassVar[InstalledBroker | None] = InstalledBroker(
-        ("python3", "-m", "broker"), "/etc/jepka/broker.properties"
-    )
 
     def __post_init__(self) -> None:
-        if self.count != 3:
+        if self.image is None and self.count != 3:
             raise ClusterError("backend docker runs the 3 nodes of docker-compose.yml")
+        if self.image is not None and self.bugs:
+            raise ClusterError("bugs switch on in the reference broker; an image runs its own")
+
+    @property
+    def installed_broker(self) -> InstalledBroker | None:
+        """The node image's reference broker; none for an `image`, whose
+        broker is the container itself."""
+        if self.image is not None:
+            return None
+        return InstalledBroker(("python3", "-m", "broker"), "/etc/jepka/broker.properties")
 
     def create(self, record: Record) -> dict[str, Any]:
         if not engine_running():
             raise ClusterError(
                 f"no Docker engine at {engine_address()} (scripts/setup-system.sh starts it)"
             )
-        ensure_image(force=self.build_image)
+        if self.image is None:
+            ensure_image(force=self.build_image)
+        elif not image_exists(self.image):
+            raise ClusterError(f"image {self.image} is not on this machine: pull or build it first")
         with local.net_lock():
             subnet = choose_subnet(self.name)
             state = {
                 "project": f"jepka-{self.name}".lower(),
                 "subnet_prefix": subnet.rsplit(".", 1)[0],
-                "compose_file": self.compose_file or str(COMPOSE_FILE),
             }
-            record(state)
-            up(state["project"], state["compose_file"], self._env(state))
+            if self.image is None:
+                state["compose_file"] = self.compose_file or str(COMPOSE_FILE)
+                record(state)
+                up(state["project"], state["compose_file"], self._env(state))
+            else:
+                state["image"] = self.image
+                record(state)
+                create_image_cluster(
+                    state["project"], self.image, state["subnet_prefix"], self._image_envs(state)
+                )
         return state
+
+    def _found(self, state: Mapping[str, Any]) -> dict[str, Container]:
+        if "image" in state:
+            return labelled(CLUSTER_LABEL, state["project"], NODE_LABEL)
+        return containers(state["project"])
 
     def nodes(self, state: Mapping[str, Any]) -> list[Node]:
         if "subnet_prefix" not in state:
             return []
-        return make_nodes(containers(state["project"]), state["subnet_prefix"], self.count, ROOT)
+        root = IMAGE_LOG_DIR if "image" in state else ROOT
+        return make_nodes(self._found(state), state["subnet_prefix"], self.count, root)
 
     def client_address(self, state: Mapping[str, Any], nodes: list[Node]) -> str:
         return f"{state['subnet_prefix']}.1"
 
     def restore(self, state: Mapping[str, Any], nodes: list[Node]) -> list[Node]:
         """Starts the containers that are stopped, unpauses the paused ones."""
-        revive(containers(state["project"]))
+        revive(self._found(state))
         return self.nodes(state)
 
     def destroy(self, state: Mapping[str, Any]) -> None:
-        if "project" in state:
+        if "image" in state:
+            remove_image_cluster(state["project"])
+        elif "project" in state:
             down(state["project"], state["compose_file"], self._env(state))
 
     def _env(self, state: Mapping[str, Any]) -> dict[str, str]:
         args = " ".join(f"--bug {b}" for b in self.bugs)
         env = compose_env(state["subnet_prefix"], args)
         return {**env, "JEPKA_REPLICATED": "1" if self.replicated else "0"}
+
+    def _image_envs(self, state: Mapping[str, Any]) -> list[dict[str, str]]:
+        """Each node's `KAFKA_*` environment: one KRaft combined-mode cluster."""
+        prefix = state["subnet_prefix"]
+        nodes = [
+            Node(f"n{i}", f"{prefix}.{10 + i}", DockerRemote(""), IMAGE_LOG_DIR, i)
+            for i in range(1, self.count + 1)
+        ]
+        cluster_id = kraft_cluster_id(self.name)
+        return [
+            image_env(
+                server_settings(
+                    n, nodes, port=self.port, log_dir=IMAGE_LOG_DIR, overrides=dict(self.overrides)
+                ),
+                cluster_id,
+            )
+            for n in nodes
+        ]

@@ -9,6 +9,7 @@ the pid known, kill (SIGKILL), pause (SIGSTOP), resume (SIGCONT) and stop
 
 from __future__ import annotations
 
+import os
 import posixpath
 import socket
 import time
@@ -86,6 +87,19 @@ class DaemonDB(ABC):
     def log_files(self, node: Node) -> list[str]:
         """Files worth fetching into the run's store after a test."""
 
+    def collect_logs(self, node: Node, dest: str) -> list[str]:
+        """Copies the node's `log_files` into the directory `dest`; returns
+        what it got (a log that was never written is not an error)."""
+        got = []
+        for path in self.log_files(node):
+            target = os.path.join(dest, posixpath.basename(path))
+            try:
+                node.remote.download(path, target)
+            except Exception:
+                continue
+            got.append(target)
+        return got
+
     def setup(self, node: Node, nodes: list[Node]) -> None:
         """Configures and starts the broker on a node; idempotent."""
         node.run(f"mkdir -p {node.root} {self.data_dir(node)}")
@@ -94,7 +108,7 @@ class DaemonDB(ABC):
 
     def start(self, node: Node, nodes: list[Node]) -> None:
         """Starts the broker unless it already runs."""
-        if process_state(node):
+        if self.state(node):
             return
         node.run(
             daemon_line(
@@ -124,12 +138,17 @@ class DaemonDB(ABC):
     def resume(self, node: Node) -> None:
         node.run(signal_line(pidfile(node), "CONT"))
 
+    def state(self, node: Node) -> str:
+        """The broker's process state letter, '' when it is not running (see
+        `process_state`)."""
+        return process_state(node)
+
     def running(self, node: Node) -> bool:
-        return process_state(node) not in ("",)
+        return self.state(node) != ""
 
     def _wait_gone(self, node: Node, timeout: float, raise_on_timeout: bool = True) -> bool:
         deadline = time.monotonic() + timeout
-        while process_state(node):
+        while self.state(node):
             if time.monotonic() > deadline:
                 if raise_on_timeout:
                     raise RuntimeError(
@@ -162,7 +181,7 @@ class DaemonDB(ABC):
                     f"{node.name}: broker at {node.address}:{port} not accepting "
                     f"connections after {timeout}s; see {stdout_file(node)}"
                 )
-            if not process_state(node):
+            if not self.state(node):
                 raise BrokerNotReady(
                     f"{node.name}: broker exited before becoming ready; see {stdout_file(node)}"
                 )

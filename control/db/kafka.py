@@ -29,19 +29,19 @@ def kraft_cluster_id(cluster_name: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def server_properties(
+def server_settings(
     node: Node,
     nodes: Sequence[Node],
     *,
     port: int,
     log_dir: str,
     overrides: Mapping[str, str] | None = None,
-) -> str:
-    """`server.properties` for one node of a KRaft combined-mode cluster."""
+) -> dict[str, str]:
+    """The settings of one node of a KRaft combined-mode cluster."""
     cport = port + CONTROLLER_PORT_OFFSET
     rf = min(3, len(nodes))
     voters = ",".join(f"{n.node_id}@{n.address}:{cport}" for n in nodes)
-    props = {
+    return {
         "process.roles": "broker,controller",
         "node.id": str(node.node_id),
         "controller.quorum.voters": voters,
@@ -62,7 +62,34 @@ def server_properties(
         "group.initial.rebalance.delay.ms": "0",
         **(overrides or {}),
     }
-    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def server_properties(
+    node: Node,
+    nodes: Sequence[Node],
+    *,
+    port: int,
+    log_dir: str,
+    overrides: Mapping[str, str] | None = None,
+) -> str:
+    """`server.properties` for one node of a KRaft combined-mode cluster."""
+    settings = server_settings(node, nodes, port=port, log_dir=log_dir, overrides=overrides)
+    return "".join(f"{k}={v}\n" for k, v in settings.items())
+
+
+def env_name(key: str) -> str:
+    """The environment variable apache/kafka's image reads a setting from:
+    `KAFKA_` and the key upper-cased, with `-` as `___`, `_` as `__` and `.`
+    as `_` (the image undoes exactly this into its server.properties)."""
+    spelled = key.replace("_", "__").replace("-", "___").replace(".", "_")
+    return "KAFKA_" + spelled.upper()
+
+
+def image_env(settings: Mapping[str, str], cluster_id: str) -> dict[str, str]:
+    """The environment of a container of an image following apache/kafka's
+    conventions: every setting as its `KAFKA_*` variable, and `CLUSTER_ID`,
+    with which the image formats its storage on first start."""
+    return {"CLUSTER_ID": cluster_id, **{env_name(k): v for k, v in settings.items()}}
 
 
 class KafkaKraft(DaemonDB):

@@ -43,6 +43,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--db", choices=DBS, default="reference")
     parser.add_argument("--bug", action="append", default=[], help="broker bug to enable")
     parser.add_argument("--kafka-home", help="Kafka installation on each node (db kafka)")
+    parser.add_argument(
+        "--image", help="a local image following apache/kafka's conventions (backend docker)"
+    )
     parser.add_argument("--hosts", help="comma-separated SSH hosts (backend ssh)")
     parser.add_argument("--ssh-user", help="login on the hosts (default: the ssh config's, root)")
     parser.add_argument("--ssh-key", help="private key file (default: the ssh config's, agent)")
@@ -80,6 +83,8 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
         data.update(nodes=args.nodes, controllers=args.controllers, db=args.db, bugs=args.bug)
         if args.kafka_home:
             data["kafka_home"] = args.kafka_home
+        if args.image:
+            data["image"] = args.image
         ssh = {
             "ssh_user": args.ssh_user,
             "ssh_key": args.ssh_key,

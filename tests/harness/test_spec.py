@@ -45,6 +45,13 @@ def test_broker_settings_from_file_and_flags(tmp_path: Path) -> None:
         ({"broker_config": "num.partitions"}, "broker-config: 'num.partitions' is not a setting"),
         ({"broker_config": ["a=1", "=2"]}, "broker-config: '=2' is not a setting key=value"),
         ({"db": "kafka", "nemesis": "kill,lose-unfsynced"}, "lose-unfsynced needs the reference"),
+        ({"image": "k:1"}, "image k:1: images run with --cluster docker only"),
+        ({"image": "k:1", "cluster": "docker", "bug": "no-dedup"}, "brings its own broker"),
+        ({"image": "k:1", "cluster": "docker", "nemesis": "kill,clock"}, "nemesis clock needs"),
+        (
+            {"image": "k:1", "cluster": "docker", "controllers": 1},
+            "--controllers 1: dedicated controller nodes run only on --cluster local",
+        ),
     ],
 )
 def test_bad_settings_name_what_and_where(settings: dict, message: str) -> None:
@@ -110,3 +117,9 @@ def test_a_bad_schedule_stops_the_run_naming_file_and_fault(tmp_path: Path) -> N
         resolve(None, {"schedule": str(schedule)})
     with pytest.raises(SpecError, match="cannot read"):
         resolve(None, {"schedule": str(tmp_path / "missing.yml")})
+
+
+def test_an_image_is_a_setting_of_its_own() -> None:
+    spec = resolve(None, {"cluster": "docker", "image": "k:1", "nemesis": "kill,pause"})
+    assert spec.to_dict()["image"] == "k:1"
+    assert "--image k:1" in spec.command()

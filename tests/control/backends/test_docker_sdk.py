@@ -1,5 +1,6 @@
 """Containers through the Docker SDK: a container's exec and copies in and
-out as the docker backend drives them."""
+out, and its pause, kill, restart and logs, as the docker backend drives
+them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from docker.models.containers import Container
 
 from control.backends import docker as docker_backend
 from control.backends.base import Node
+from control.db.container import ContainerKafka
 from control.remote import Result
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.slow]
@@ -64,3 +66,27 @@ def test_exec_and_copies(container: Container, tmp_path: Path) -> None:
     assert gone.exit == 125 and container.name in gone.err and "gone" in gone.err
     with pytest.raises(docker_backend.DockerError, match=f"to {container.name}:/tmp/x"):
         remote.upload(str(sent), "/tmp/x")
+
+
+def test_pause_kill_restart_and_logs(container: Container, tmp_path: Path) -> None:
+    node, db = as_node(container), ContainerKafka()
+    assert db.state(node) == "S"
+    db.pause(node)
+    assert db.state(node) == "T"
+    paused = node.remote.execute("true")
+    assert paused.exit == 125 and "paused" in paused.err
+    db.resume(node)
+    assert node.remote.execute("true").exit == 0
+
+    db.kill(node)
+    assert db.state(node) == ""
+    container.reload()
+    assert container.attrs["State"]["ExitCode"] == 137  # SIGKILL
+    db.start(node, [node])
+    assert db.running(node)
+    (log,) = db.collect_logs(node, str(tmp_path / "n1"))
+    assert Path(log).read_text().count("main-process-says-hi") == 2  # once per start
+
+    container.remove(force=True)
+    with pytest.raises(docker_backend.DockerError, match=f"container {container.name}.*gone"):
+        db.kill(node)
