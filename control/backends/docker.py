@@ -247,16 +247,24 @@ def containers(project: str) -> dict[str, Container]:
 
 
 def make_nodes(
-    found: Mapping[str, Container], subnet_prefix: str, count: int, root: str
+    project: str, found: Mapping[str, Container], subnet_prefix: str, count: int, root: str
 ) -> list[Node]:
-    missing = [f"n{i}" for i in range(1, count + 1) if f"n{i}" not in found]
-    if missing:
-        raise DockerError(f"no container for {', '.join(missing)}")
+    """The nodes `n1`..`n<count>` of the containers `found`. A node whose
+    container is gone still gets a remote, under the name `<project>-n<i>`,
+    so that every operation on it says so and the rest of the cluster can
+    still be healed or removed."""
+
+    def remote(i: int) -> DockerRemote:
+        container = found.get(f"n{i}")
+        if container is None:
+            return DockerRemote(f"{project}-n{i}", f"{project}-n{i}")
+        return DockerRemote(container.id or "", container.name or f"n{i}")
+
     return [
         Node(
             name=f"n{i}",
             address=f"{subnet_prefix}.{10 + i}",
-            remote=DockerRemote(found[f"n{i}"].id or "", found[f"n{i}"].name or f"n{i}"),
+            remote=remote(i),
             root=root,
             node_id=i,
         )
@@ -405,7 +413,8 @@ class DockerBackend:
         if "subnet_prefix" not in state:
             return []
         root = IMAGE_LOG_DIR if "image" in state else ROOT
-        return make_nodes(self._found(state), state["subnet_prefix"], self.count, root)
+        found = self._found(state)
+        return make_nodes(state["project"], found, state["subnet_prefix"], self.count, root)
 
     def client_address(self, state: Mapping[str, Any], nodes: list[Node]) -> str:
         return f"{state['subnet_prefix']}.1"

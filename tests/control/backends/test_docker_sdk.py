@@ -68,6 +68,12 @@ def test_exec_and_copies(container: Container, tmp_path: Path) -> None:
         remote.upload(str(sent), "/tmp/x")
 
 
+def test_a_node_whose_container_is_gone_says_so(docker_engine: None) -> None:
+    (node,) = docker_backend.make_nodes("jepka-nothing", {}, "198.18.0", 1, "/data")
+    gone = node.remote.execute("true")
+    assert gone.exit == 125 and "container jepka-nothing-n1: it is gone" in gone.err
+
+
 def test_pause_kill_restart_and_logs(container: Container, tmp_path: Path) -> None:
     node, db = as_node(container), ContainerKafka()
     assert db.state(node) == "S"
