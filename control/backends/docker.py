@@ -58,8 +58,9 @@ NODE_LABEL = "jepka.node"
 IMAGE_LOG_DIR = "/var/lib/kafka/data"
 
 
-class DockerError(RuntimeError):
-    """The Docker engine or Compose is missing, or refused an operation."""
+class DockerError(ClusterError):
+    """The Docker engine or Compose is missing, or refused an operation: the
+    cluster cannot be used (exit 254, one line naming what and where)."""
 
 
 def engine_address() -> str:
