@@ -14,6 +14,7 @@ import os
 from control.backends.base import Node
 from control.backends.docker import container_of, engine
 from control.db.base import DaemonDB
+from control.db.kafka import CONTROLLER_PORT_OFFSET
 
 #: a container's status as a process state letter (`DaemonDB.state`)
 STATES = {"running": "S", "restarting": "S", "paused": "T"}
@@ -23,9 +24,9 @@ LOG_NAME = "container.log"
 class ContainerKafka(DaemonDB):
     """The broker of each node's container, configured when it was created."""
 
-    def __init__(self, *, port: int = 9092, controller_port: int = 9093) -> None:
+    def __init__(self, *, port: int = 9092) -> None:
         self.port = port
-        self.controller_port = controller_port
+        self.controller_port = port + CONTROLLER_PORT_OFFSET  # as server_settings places it
 
     def configure(self, node: Node, nodes: list[Node]) -> None:
         """Nothing to write: the environment the container was made with is
