@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import tarfile
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -273,8 +274,17 @@ def make_nodes(
     ]
 
 
+#: true once a node-image container's entry has written the pidfile of the
+#: broker it starts (newer than the container's init); true at once where
+#: there is no pidfile (an image whose broker is the main process)
+ENTRY_STARTED = f"[ ! -e {ROOT}/broker.pid ] || [ {ROOT}/broker.pid -nt /proc/1 ]"
+ENTRY_START_TIMEOUT_S = 10.0
+
+
 def revive(found: Mapping[str, Container]) -> None:
-    """Starts the containers that are stopped and unpauses the paused ones."""
+    """Starts the containers that are stopped and unpauses the paused ones. A
+    started container's entry starts its broker: this returns once it has, so
+    that a heal does not start a second one over a stale pidfile."""
     for container in found.values():
         with engine(f"reviving container {container.name}"):
             container.reload()
@@ -282,6 +292,15 @@ def revive(found: Mapping[str, Container]) -> None:
                 container.unpause()
             elif container.status != "running":
                 container.start()
+                _await_entry(container)
+
+
+def _await_entry(container: Container) -> None:
+    deadline = time.monotonic() + ENTRY_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if container.exec_run(["sh", "-c", ENTRY_STARTED]).exit_code == 0:
+            return
+        time.sleep(0.05)
 
 
 def choose_subnet(name: str) -> str:
