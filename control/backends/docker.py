@@ -39,7 +39,12 @@ from typing import Any, ClassVar
 
 import docker
 import requests
-from docker.errors import APIError, DockerException, NotFound
+from docker.errors import (
+    APIError,
+    DockerException,
+    NotFound,
+    create_api_error_from_http_exception,
+)
 from docker.models.containers import Container
 
 from control.backends import local
@@ -128,8 +133,43 @@ def compose_command() -> list[str]:
     raise DockerError("neither `docker compose` nor `docker-compose` is installed")
 
 
-def _decode(data: bytes | None) -> str:
-    return (data or b"").decode("utf-8", "replace")
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def exec_in(container: Container, argv: list[str]) -> Result:
+    """Runs `argv` in the container: its exit code and both streams.
+
+    Not `Container.exec_run`, which loses output: it reads the exec's stream
+    from the raw socket beneath http.client's buffered reader, so frames that
+    arrive together with the response headers (a quick command on a loaded
+    machine) stay in that buffer and the command seems to print nothing
+    (docker/docker-py#3332). Started without `Upgrade`, the engine answers 200
+    with the stream as a body that ends when the command's output does, and
+    requests reads it whole."""
+    api = container.client.api
+    exec_id = api.exec_create(container.id, argv)["Id"]
+    url = f"{api.base_url}/v{api.api_version}/exec/{exec_id}/start"
+    # no read timeout of its own: `DockerRemote.execute` bounds the wait
+    response = api.post(url, json={"Detach": False, "Tty": False}, timeout=None)
+    try:
+        response.raise_for_status()
+    except requests.HTTPError as e:
+        create_api_error_from_http_exception(e)  # raises the APIError or NotFound
+    out, err = demux(response.content)
+    return Result(api.exec_inspect(exec_id)["ExitCode"], _decode(out), _decode(err))
+
+
+def demux(stream: bytes) -> tuple[bytes, bytes]:
+    """Stdout and stderr of a multiplexed stream: frames of an 8-byte header
+    (stream 1 or 2, three zero bytes, a big-endian size) and that many bytes."""
+    out, err = bytearray(), bytearray()
+    at = 0
+    while at + 8 <= len(stream):
+        kind, size = stream[at], int.from_bytes(stream[at + 4 : at + 8], "big")
+        (err if kind == 2 else out).extend(stream[at + 8 : at + 8 + size])
+        at += 8 + size
+    return bytes(out), bytes(err)
 
 
 class DockerRemote:
@@ -155,8 +195,7 @@ class DockerRemote:
         def run() -> None:
             try:
                 with engine(f"exec in container {self.name}"):
-                    exit_code, (out, err) = self.model.exec_run(["sh", "-c", line], demux=True)
-                box.append(Result(exit_code, _decode(out), _decode(err)))
+                    box.append(exec_in(self.model, ["sh", "-c", line]))
             except DockerError as e:
                 box.append(Result(125, "", str(e)))
 
@@ -298,7 +337,7 @@ def revive(found: Mapping[str, Container]) -> None:
 def _await_entry(container: Container) -> None:
     deadline = time.monotonic() + ENTRY_START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if container.exec_run(["sh", "-c", ENTRY_STARTED]).exit_code == 0:
+        if exec_in(container, ["sh", "-c", ENTRY_STARTED]).exit == 0:
             return
         time.sleep(0.05)
 
