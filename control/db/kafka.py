@@ -4,6 +4,13 @@ For users with a real Kafka installation on their nodes (`kafka_home`): the
 adapter writes `server.properties`, formats the storage once with a cluster
 id derived from the cluster name (so re-runs agree), starts
 `bin/kafka-server-start.sh` as a pidfile daemon and collects its logs.
+
+Kafka 3.x is given its voters statically (`controller.quorum.voters`).
+Kafka 4.x gets KIP-853's dynamic quorum, as its documentation sets one up:
+nodes find the quorum through `controller.quorum.bootstrap.servers`, and
+the first voters are written into the storage by `kafka-storage.sh format
+--initial-controllers` (`--standalone` for a single node). The version is
+read from the installation's core jar, `libs/kafka_<scala>-<version>.jar`.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import base64
 import os
 import posixpath
+import re
 import shlex
 import tempfile
 import uuid
@@ -20,13 +28,32 @@ from control.backends.base import Node
 from control.db.base import DaemonDB, stdout_file
 
 CONTROLLER_PORT_OFFSET = 1
+#: the first Kafka release formatted and configured for a dynamic quorum
+DYNAMIC_QUORUM_SINCE = (4, 0)
+#: the core jar of an installation, which names its Kafka version
+CORE_JAR = re.compile(r"^kafka_[0-9.]+-([0-9]+)\.([0-9]+)\.[0-9]+[^/]*\.jar$")
+
+
+def kraft_uuid(name: str) -> str:
+    """Kafka's UUID format (22 base64url characters), derived
+    deterministically from `name`."""
+    raw = uuid.uuid5(uuid.NAMESPACE_URL, f"jepka:{name}").bytes
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def kraft_cluster_id(cluster_name: str) -> str:
-    """Kafka's cluster id format (22 base64url characters of a UUID), derived
-    deterministically from the cluster name."""
-    raw = uuid.uuid5(uuid.NAMESPACE_URL, f"jepka:{cluster_name}").bytes
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    """The cluster id, the same for every run on the cluster."""
+    return kraft_uuid(cluster_name)
+
+
+def kafka_version(jars: str) -> tuple[int, int] | None:
+    """`(major, minor)` of the installation whose `libs/` lists `jars` (one
+    name a line), or None when no core jar is there."""
+    for name in jars.split():
+        found = CORE_JAR.match(name)
+        if found and not name.endswith(("-sources.jar", "-javadoc.jar", "-test.jar")):
+            return int(found.group(1)), int(found.group(2))
+    return None
 
 
 def server_settings(
@@ -64,16 +91,8 @@ def server_settings(
     }
 
 
-def server_properties(
-    node: Node,
-    nodes: Sequence[Node],
-    *,
-    port: int,
-    log_dir: str,
-    overrides: Mapping[str, str] | None = None,
-) -> str:
-    """`server.properties` for one node of a KRaft combined-mode cluster."""
-    settings = server_settings(node, nodes, port=port, log_dir=log_dir, overrides=overrides)
+def properties_text(settings: Mapping[str, str]) -> str:
+    """Settings as the lines of a `server.properties`."""
     return "".join(f"{k}={v}\n" for k, v in settings.items())
 
 
@@ -116,10 +135,60 @@ class KafkaKraft(DaemonDB):
     def properties_file(self, node: Node) -> str:
         return posixpath.join(node.root, "server.properties")
 
-    def configure(self, node: Node, nodes: list[Node]) -> None:
-        text = server_properties(
+    def version(self, node: Node) -> tuple[int, int] | None:
+        """The installation's Kafka version on the node (None: unknown)."""
+        libs = shlex.quote(posixpath.join(self.kafka_home, "libs"))
+        return kafka_version(node.run(f"ls {libs} 2>/dev/null || true").out)
+
+    def dynamic_quorum(self, node: Node) -> bool:
+        """Whether the node's Kafka is configured for a dynamic quorum (4.x);
+        an unknown version gets the static voters every KRaft release reads."""
+        version = self.version(node)
+        return version is not None and version >= DYNAMIC_QUORUM_SINCE
+
+    def settings(self, node: Node, nodes: Sequence[Node], dynamic: bool) -> dict[str, str]:
+        """The node's server settings: with a `dynamic` quorum, the
+        controllers to bootstrap from instead of the voters."""
+        settings = server_settings(
             node, nodes, port=self.port, log_dir=self.data_dir(node), overrides=self.overrides
         )
+        if dynamic and "controller.quorum.voters" not in self.overrides:
+            del settings["controller.quorum.voters"]
+            settings.setdefault(
+                "controller.quorum.bootstrap.servers",
+                ",".join(f"{n.address}:{self.controller_port}" for n in nodes),
+            )
+        return settings
+
+    @property
+    def controller_port(self) -> int:
+        return self.port + CONTROLLER_PORT_OFFSET
+
+    def format_args(self, node: Node, nodes: Sequence[Node], dynamic: bool) -> list[str]:
+        """`kafka-storage.sh format`'s arguments: with a `dynamic` quorum, its
+        first voters, each with the directory id its node formats with (the
+        same on every node, derived from the cluster and the node)."""
+        args = [
+            "format",
+            "-t",
+            kraft_cluster_id(self.cluster_name),
+            "-c",
+            self.properties_file(node),
+        ]
+        if not dynamic:
+            return args
+        if len(nodes) == 1:
+            return [*args, "--standalone"]
+        voters = ",".join(
+            f"{n.node_id}@{n.address}:{self.controller_port}:"
+            f"{kraft_uuid(f'{self.cluster_name}:directory:{n.node_id}')}"
+            for n in nodes
+        )
+        return [*args, "--initial-controllers", voters]
+
+    def configure(self, node: Node, nodes: list[Node]) -> None:
+        dynamic = self.dynamic_quorum(node)
+        text = properties_text(self.settings(node, nodes, dynamic))
         with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as f:
             f.write(text)
         try:
@@ -127,14 +196,8 @@ class KafkaKraft(DaemonDB):
         finally:
             os.unlink(f.name)
         meta = shlex.quote(posixpath.join(self.data_dir(node), "meta.properties"))
-        fmt = [
-            posixpath.join(self.kafka_home, "bin", "kafka-storage.sh"),
-            "format",
-            "-t",
-            kraft_cluster_id(self.cluster_name),
-            "-c",
-            self.properties_file(node),
-        ]
+        storage = posixpath.join(self.kafka_home, "bin", "kafka-storage.sh")
+        fmt = [storage, *self.format_args(node, nodes, dynamic)]
         node.run(f"[ -f {meta} ] || {shlex.join(fmt)}", timeout=120)
 
     def command(self, node: Node, nodes: list[Node]) -> list[str]:

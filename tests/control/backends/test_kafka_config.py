@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from control.backends.base import Node
-from control.db.kafka import KafkaKraft, kraft_cluster_id, server_properties
+from control.db.kafka import KafkaKraft, kraft_cluster_id, server_settings
 from control.db.reference import ReferenceBroker, reference_properties
 
 
@@ -29,7 +29,7 @@ def props(text: str) -> dict[str, str]:
 
 def test_kraft_combined_mode_properties() -> None:
     ns = nodes(3)
-    p = props(server_properties(ns[1], ns, port=9092, log_dir="/d/n2"))
+    p = server_settings(ns[1], ns, port=9092, log_dir="/d/n2")
     assert p["process.roles"] == "broker,controller"
     assert p["node.id"] == "2"
     assert p["controller.quorum.voters"] == (
@@ -46,14 +46,12 @@ def test_kraft_combined_mode_properties() -> None:
 
 def test_small_clusters_cap_replication_and_overrides_win() -> None:
     one = nodes(1)
-    p = props(
-        server_properties(
-            one[0],
-            one,
-            port=9200,
-            log_dir="/d",
-            overrides={"min.insync.replicas": "1", "num.partitions": "4"},
-        )
+    p = server_settings(
+        one[0],
+        one,
+        port=9200,
+        log_dir="/d",
+        overrides={"min.insync.replicas": "1", "num.partitions": "4"},
     )
     assert p["default.replication.factor"] == "1"
     assert p["transaction.state.log.min.isr"] == "1"

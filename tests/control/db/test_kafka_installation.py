@@ -1,8 +1,8 @@
 """``jepka test --db kafka --kafka-home DIR`` end to end: the Kafka adapter
 writes server.properties, formats the storage with kafka-storage.sh and
 starts kafka-server-start.sh on each node of a local cluster, here a
-stand-in installation whose scripts run the reference broker on Kafka's
-own arguments."""
+stand-in installation of Kafka 3.7 or 4.0 whose scripts run the reference
+broker on Kafka's own arguments."""
 
 from __future__ import annotations
 
@@ -18,10 +18,14 @@ from tests.harness.runs import LIVE_RUN
 pytestmark = LIVE_RUN
 
 
+@pytest.mark.parametrize(
+    ("version", "quorum"),
+    [("3.7.0", "controller.quorum.voters="), ("4.0.0", "controller.quorum.bootstrap.servers=")],
+)
 def test_a_kafka_installation_runs_a_test_under_kills(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str, quorum: str
 ) -> None:
-    home = make_kafka_home(tmp_path)
+    home = make_kafka_home(tmp_path, version)
     store = tmp_path / "store"
     code = main(
         [
@@ -44,4 +48,4 @@ def test_a_kafka_installation_runs_a_test_under_kills(
     meta = sorted(node.rglob("meta.properties"))
     assert len(meta) == 3 and "cluster.id=" in meta[0].read_text()
     server = sorted(node.rglob("server.properties"))[0].read_text()
-    assert "process.roles=broker,controller" in server and "controller.quorum.voters=" in server
+    assert "process.roles=broker,controller" in server and quorum in server
