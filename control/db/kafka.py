@@ -16,6 +16,7 @@ read from the installation's core jar, `libs/kafka_<scala>-<version>.jar`.
 from __future__ import annotations
 
 import base64
+import itertools
 import os
 import posixpath
 import re
@@ -36,9 +37,15 @@ CORE_JAR = re.compile(r"^kafka_[0-9.]+-([0-9]+)\.([0-9]+)\.[0-9]+[^/]*\.jar$")
 
 def kraft_uuid(name: str) -> str:
     """Kafka's UUID format (22 base64url characters), derived
-    deterministically from `name`."""
-    raw = uuid.uuid5(uuid.NAMESPACE_URL, f"jepka:{name}").bytes
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    deterministically from `name`; never starting with ``-``, which Kafka's
+    tools would take for an option (its own ids skip those too)."""
+    for attempt in itertools.count():
+        salt = f":{attempt}" if attempt else ""
+        raw = uuid.uuid5(uuid.NAMESPACE_URL, f"jepka:{name}{salt}").bytes
+        text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+    raise AssertionError("unreachable")
 
 
 def kraft_cluster_id(cluster_name: str) -> str:
@@ -152,7 +159,7 @@ class KafkaKraft(DaemonDB):
         settings = server_settings(
             node, nodes, port=self.port, log_dir=self.data_dir(node), overrides=self.overrides
         )
-        if dynamic and "controller.quorum.voters" not in self.overrides:
+        if dynamic:
             del settings["controller.quorum.voters"]
             settings.setdefault(
                 "controller.quorum.bootstrap.servers",
@@ -187,7 +194,9 @@ class KafkaKraft(DaemonDB):
         return [*args, "--initial-controllers", voters]
 
     def configure(self, node: Node, nodes: list[Node]) -> None:
-        dynamic = self.dynamic_quorum(node)
+        # voters given by hand make a static quorum, which 4.x formats without
+        # --initial-controllers (it refuses both)
+        dynamic = self.dynamic_quorum(node) and "controller.quorum.voters" not in self.overrides
         text = properties_text(self.settings(node, nodes, dynamic))
         with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as f:
             f.write(text)

@@ -17,7 +17,9 @@ CONTROLLERS = "198.18.7.11:9093,198.18.7.12:9093,198.18.7.13:9093"
 VOTERS = "1@198.18.7.11:9093,2@198.18.7.12:9093,3@198.18.7.13:9093"
 
 
-def configured(tmp_path: Path, version: str | None, count: int) -> tuple[KafkaKraft, list[Node]]:
+def configured(
+    tmp_path: Path, version: str | None, count: int, overrides: dict[str, str] | None = None
+) -> tuple[KafkaKraft, list[Node]]:
     """Nodes whose roots are directories here, each configured by the
     adapter for a stand-in of `version` (None: an installation without one)."""
     home = make_kafka_home(tmp_path, version or "0.0.0")
@@ -27,7 +29,7 @@ def configured(tmp_path: Path, version: str | None, count: int) -> tuple[KafkaKr
         Node(f"n{i}", f"198.18.7.{10 + i}", LocalShell(f"n{i}"), str(tmp_path / f"n{i}"), i)
         for i in range(1, count + 1)
     ]
-    db = KafkaKraft(str(home), "versions")
+    db = KafkaKraft(str(home), "versions", overrides=overrides)
     for node in nodes:
         db.configure(node, nodes)
     return db, nodes
@@ -66,3 +68,17 @@ def test_a_single_kafka_4_node_formats_standalone(tmp_path: Path) -> None:
     assert db.format_args(node, [node], dynamic=True)[-1] == "--standalone"
     voters = (Path(node.root) / "data" / "bootstrap.voters").read_text().strip()
     assert voters == "1@198.18.7.11:9093"
+
+
+def test_kafka_4_with_voters_given_formats_a_static_quorum(tmp_path: Path) -> None:
+    """Kafka 4 refuses --initial-controllers beside controller.quorum.voters."""
+    _, nodes = configured(tmp_path, "4.0.0", 3, {"controller.quorum.voters": VOTERS})
+    server = properties(Path(nodes[0].root) / "server.properties")
+    assert server["controller.quorum.voters"] == VOTERS
+    assert "controller.quorum.bootstrap.servers" not in server
+
+
+@pytest.mark.parametrize("name", ["jt5", "jt29", "jt77"])
+def test_no_id_starts_like_an_option(name: str) -> None:
+    """kafka-storage.sh would read ``-t -L1...`` as two options."""
+    assert not kraft_uuid(name).startswith("-") and len(kraft_uuid(name)) == 22
