@@ -198,11 +198,15 @@ class DockerRemote:
                     box.append(exec_in(self.model, ["sh", "-c", line]))
             except DockerError as e:
                 box.append(Result(125, "", str(e)))
+            except Exception as e:  # an odd engine answer: an error, not a timeout
+                box.append(Result(125, "", f"exec in {self.name}: {type(e).__name__}: {e}"))
 
         worker = threading.Thread(target=run, name=f"exec-{self.name}", daemon=True)
         worker.start()
         worker.join(timeout)
-        return box[0] if box else Result(124, "", f"timed out after {timeout}s")
+        if box:
+            return box[0]
+        return Result(124, "", f"timed out after {timeout}s")
 
     def upload(self, local: str, remote: str) -> None:
         """Copies a file in as a one-member tar archive (`put_archive`); the

@@ -9,12 +9,15 @@ log is the container's output.
 
 from __future__ import annotations
 
+import logging
 import os
 
 from control.backends.base import Node
-from control.backends.docker import container_of, engine
+from control.backends.docker import DockerError, container_of, engine
 from control.db.base import DaemonDB
 from control.db.kafka import CONTROLLER_PORT_OFFSET
+
+log = logging.getLogger(__name__)
 
 #: a container's status as a process state letter (`DaemonDB.state`)
 STATES = {"running": "S", "restarting": "S", "paused": "T"}
@@ -96,10 +99,15 @@ class ContainerKafka(DaemonDB):
         self._wait_listening(node, self.controller_port, timeout)
 
     def collect_logs(self, node: Node, dest: str) -> list[str]:
-        """The container's output (everything since it was created)."""
-        container = container_of(node)
-        with engine(f"reading the logs of container {container.name} ({node.name})"):
-            text = container.logs(timestamps=True)
+        """The container's output (everything since it was created); none for
+        a container that is gone, so the other nodes' logs are still kept."""
+        try:
+            container = container_of(node)
+            with engine(f"reading the logs of container {container.name} ({node.name})"):
+                text = container.logs(timestamps=True)
+        except DockerError as e:
+            log.warning("no logs of %s: %s", node.name, e)
+            return []
         os.makedirs(dest, exist_ok=True)
         path = os.path.join(dest, LOG_NAME)
         with open(path, "wb") as f:

@@ -68,10 +68,11 @@ def test_exec_and_copies(container: Container, tmp_path: Path) -> None:
         remote.upload(str(sent), "/tmp/x")
 
 
-def test_a_node_whose_container_is_gone_says_so(docker_engine: None) -> None:
+def test_a_node_whose_container_is_gone_says_so(docker_engine: None, tmp_path: Path) -> None:
     (node,) = docker_backend.make_nodes("jepka-nothing", {}, "198.18.0", 1, "/data")
     gone = node.remote.execute("true")
     assert gone.exit == 125 and "container jepka-nothing-n1: it is gone" in gone.err
+    assert ContainerKafka().collect_logs(node, str(tmp_path)) == []  # the others' are kept
 
 
 def test_pause_kill_restart_and_logs(container: Container, tmp_path: Path) -> None:
@@ -96,3 +97,14 @@ def test_pause_kill_restart_and_logs(container: Container, tmp_path: Path) -> No
     container.remove(force=True)
     with pytest.raises(docker_backend.DockerError, match=f"container {container.name}.*gone"):
         db.kill(node)
+
+
+def test_an_odd_engine_answer_is_an_error_not_a_timeout(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def odd(*args: object) -> object:
+        return {}["ExitCode"]  # an exec inspect without its exit code
+
+    monkeypatch.setattr(docker_backend, "exec_in", odd)
+    answer = as_node(container).remote.execute("true", timeout=30)
+    assert answer.exit == 125 and "KeyError" in answer.err
