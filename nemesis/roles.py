@@ -17,8 +17,6 @@ from collections.abc import Sequence
 
 from confluent_kafka.admin import AdminClient
 
-from broker.replication.controller_apis import describe_quorum_request
-from broker.replication.peer_client import decode_response, encode_request
 from control.backends.base import Node
 from workloads.client import LIBRDKAFKA_LOG
 from workloads.handles import Clients
@@ -55,7 +53,13 @@ def find_coordinator(address: str, port: int, kind: str, key: str, timeout: floa
 
 
 def quorum_leader(address: str, port: int, timeout: float = 5.0) -> int:
-    """The metadata quorum's leader, the active controller, by DescribeQuorum v1."""
+    """The metadata quorum's leader, the active controller, by DescribeQuorum v1.
+    The wire code is imported here, when first asked: importing kio registers
+    hypothesis strategies when hypothesis is installed, which brokers started
+    through the CLI must not do."""
+    from broker.replication.controller_apis import describe_quorum_request
+    from broker.replication.peer_client import decode_response, encode_request
+
     request = describe_quorum_request()
     with socket.create_connection((address, port), timeout=timeout) as s:
         s.settimeout(timeout)

@@ -132,4 +132,4 @@ cases:
 def test_the_nightly_matrix_resolves() -> None:
     name, cases = load_matrix(Path(__file__).resolve().parents[2] / "suites" / "nightly.yml")
     assert name == "nightly" and len([c for c in cases if not c[1].get("bug")]) == 21
-    assert {c[1]["nemesis"] for c in cases} >= {"none", "partition", "kill", "pause"}
+    assert {c[1].get("nemesis", "none") for c in cases} >= {"none", "partition", "kill", "pause"}
