@@ -11,6 +11,10 @@ import pytest
 from control.backends import local
 from tests.nemesis.probes import leftovers, netns_available
 
+# with the other tests that build networks, one at a time: a cluster created
+# meanwhile sweeps stray bridges too, and could take this test's own
+pytestmark = [pytest.mark.netns]
+
 
 @pytest.fixture(autouse=True)
 def _needs_netns() -> None:
