@@ -23,11 +23,13 @@ class NoAnswer(Exception):
     """The process ended without answering (it crashed or was killed)."""
 
 
-def call_isolated(fn: Callable[..., Any], *args: Any) -> Any:
+def call_isolated(fn: Callable[..., Any], *args: Any, answer_interrupts: bool = False) -> Any:
     """``fn(*args)`` in a fresh (spawned) process logging as this one does: its
     result, or what it raised. A Ctrl-C reaches that process too; its answer
     is awaited (a run interrupted there heals and tears down), then the
-    interrupt goes on here. A second Ctrl-C stops it at once."""
+    interrupt goes on here, unless ``answer_interrupts``: then the answer is
+    returned, for a callee whose answer says it was interrupted. A second
+    Ctrl-C stops it at once."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
     level = logging.getLogger().level
@@ -52,7 +54,7 @@ def call_isolated(fn: Callable[..., Any], *args: Any) -> Any:
         if child.is_alive():
             child.kill()
             child.join()
-    if interrupted:
+    if interrupted and not (answer_interrupts and answer is not None):
         raise KeyboardInterrupt
     if answer is None:
         raise NoAnswer(f"its process ended with exit code {child.exitcode} and no answer")

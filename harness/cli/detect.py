@@ -14,6 +14,7 @@ run in this call was invalid, else 0.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from datetime import datetime
 from pathlib import Path
@@ -53,6 +54,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.cli.test import run_apart
     from harness.detect import (
         BUG_HEADER,
         CORRECT_HEADER,
@@ -86,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 overrides=overrides,
                 deadline=deadline,
+                run_one=functools.partial(run_apart, shown=False),
             ):
                 alarms += line.get("detected") is None and line["valid"] is False
                 print(

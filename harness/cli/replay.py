@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.test import run_shown
+    from harness.cli.test import run_apart
     from harness.cluster import ClusterError
     from harness.reproduce import StoredRun, replay
     from harness.spec import SpecError
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             f"replaying {stored.path}: {len(stored.plan.faults)} fault(s), anomalies: "
             f"{', '.join(sorted(stored.kinds)) or 'none'}"
         )
-        done = replay(stored, args.times, run_shown)
+        done = replay(stored, args.times, run_apart)
     except (SpecError, ClusterError, NemesisError) as e:
         raise UsageError(str(e)) from None
     print(f"schedule: {done.schedule}")

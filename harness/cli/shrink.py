@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from harness.cli.test import run_shown
+    from harness.cli.test import run_apart
     from harness.cluster import ClusterError
     from harness.reproduce import StoredRun
     from harness.shrink import Interrupted, Shrinker, Trial, shrink

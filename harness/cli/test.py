@@ -112,6 +112,23 @@ def run_shown(spec: TestSpec, origin: Origin | None = None) -> RunResult:
     return result
 
 
+def run_apart(spec: TestSpec, origin: Origin | None = None, *, shown: bool = True) -> RunResult:
+    """One run in a process of its own (``harness.isolated``), under the live
+    display or not: of runs made one after another by one command (replay,
+    shrink, detect), none meets the threads a stuck librdkafka call left to a
+    run before it. Ctrl-C comes back as the run's interrupted outcome."""
+    from harness.cluster import ClusterError
+    from harness.isolated import NoAnswer, call_isolated
+    from harness.runner import run_test
+
+    try:
+        if shown:
+            return call_isolated(run_shown, spec, origin, answer_interrupts=True)
+        return call_isolated(run_test, spec, None, None, origin, answer_interrupts=True)
+    except NoAnswer as e:
+        raise ClusterError(f"{spec.test_name}: the run's {e}") from None
+
+
 def _print_verdict(results: dict[str, Any], path: Any) -> None:
     from rich.console import Console
 

@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -54,24 +55,56 @@ def interrupted_in_setup(delay: float) -> str:
     return "not interrupted"
 
 
-def test_an_interrupt_reaches_the_process_and_goes_on_here() -> None:
+def answers_its_interrupt(running: str) -> str:
+    """Stands for a run, which heals, checks and answers when interrupted;
+    touches ``running`` once it can take the interrupt."""
+    try:
+        Path(running).touch()
+        time.sleep(30)
+    except KeyboardInterrupt:
+        return "interrupted, and said so"
+    return "not interrupted"
+
+
+def ctrl_c_after(seconds: float, running: Path | None = None) -> threading.Timer:
     """Ctrl-C goes to the terminal's whole process group: to the call's process
-    and to this one (sent to each here, not to the test run's group)."""
+    and to this one (sent to each here, not to the test run's group); once
+    ``running`` exists, when given."""
 
     def ctrl_c() -> None:
+        deadline = time.monotonic() + 30
+        while running is not None and not running.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
         for child in multiprocessing.active_children():
             os.kill(child.pid, signal.SIGINT)  # type: ignore[arg-type]
         os.kill(os.getpid(), signal.SIGINT)
 
-    timer = threading.Timer(1.5, ctrl_c)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(seconds, ctrl_c)
     timer.start()
+    return timer
+
+
+def test_an_interrupt_reaches_the_process_and_goes_on_here() -> None:
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = ctrl_c_after(1.5)
     try:
         with pytest.raises(KeyboardInterrupt):
             call_isolated(interrupted_in_setup, 10.0)
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
+
+
+def test_an_answer_that_tells_of_the_interrupt_can_be_returned(tmp_path: Path) -> None:
+    running = tmp_path / "running"
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = ctrl_c_after(0.0, running)
+    try:
+        answer = call_isolated(answers_its_interrupt, str(running), answer_interrupts=True)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert answer == "interrupted, and said so"
 
 
 def log_level() -> int:
