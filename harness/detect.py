@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.result import anomaly_counts
-from harness.reproduce import anomaly_kinds
+from harness.reproduce import anomaly_kinds, op_times
 from harness.runner import RunResult, run_test
 from harness.spec import SpecError, TestSpec, resolve
 from nemesis.plan import PlanError, read_yaml
@@ -109,19 +109,7 @@ def outcome(line: Mapping[str, Any]) -> str:
 
 def first_time(instances: Iterable[Any]) -> float | None:
     """The earliest op time (s) any instance names: when the anomaly began."""
-    times: list[int] = []
-
-    def walk(x: Any) -> None:
-        if isinstance(x, dict):
-            if isinstance(x.get("time"), int):
-                times.append(x["time"])
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(list(instances))
+    times = op_times(list(instances))
     return round(min(times) / 1e9, 1) if times else None
 
 

@@ -34,6 +34,30 @@ def anomaly_kinds(results: Mapping[str, Any]) -> set[str]:
     return {k for k, v in (results.get("anomalies") or {}).items() if v and k not in allowed}
 
 
+def op_times(instance: Any) -> list[int]:
+    """The times (ns) of every op an anomaly instance names, however nested."""
+    if isinstance(instance, dict):
+        own = [instance["time"]] if isinstance(instance.get("time"), int) else []
+        return own + [t for v in instance.values() for t in op_times(v)]
+    if isinstance(instance, list):
+        return [t for v in instance for t in op_times(v)]
+    return []
+
+
+def evident_at(results: Mapping[str, Any], kinds: Iterable[str]) -> float | None:
+    """When an anomaly of ``kinds`` first showed (s into the run): the earliest,
+    over their instances, of each one's latest op, the one that revealed it
+    (the second read of an offset, a read past a lost write)."""
+    anomalies = results.get("anomalies") or {}
+    shown = [
+        max(times)
+        for kind in kinds
+        for instance in anomalies.get(kind) or ()
+        if (times := op_times(instance))
+    ]
+    return round(min(shown) / 1e9, 1) if shown else None
+
+
 @dataclass(frozen=True)
 class StoredRun:
     """A run directory read back: its spec, its faults and what it found."""

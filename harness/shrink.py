@@ -7,15 +7,16 @@ known). From the stored run's faults (random targets pinned to the nodes
 they hit, as a replay runs them), each step is kept only while the
 candidate still reproduces:
 
-1. no faults at all;
+1. the run cut ten seconds after its anomaly showed (``evident_at``),
+   with no faults at all; else with the faults started by then; else the
+   whole stored run, which must reproduce for the rest to run;
 2. the time limit cut to five seconds after the last fault ends (or, for
    one lasting until the final heal, starts);
 3. Zeller's ddmin over the faults: drop halves, then quarters, ...;
 4. each fault's duration halved, then the time limit cut again;
 5. fewer keys, then fewer clients, each halved down to one.
 
-The first step is tried before the stored faults themselves, which must
-reproduce for the rest to run. Every candidate that reproduces is the best
+Every candidate that reproduces is the best
 so far and is written at once
 (``shrink/minimal.yml`` and ``shrink/summary.md`` in the run's directory),
 so an interrupted shrink keeps it.
@@ -30,16 +31,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-from harness.reproduce import StoredRun, anomaly_kinds, write_pinned
+from harness.reproduce import StoredRun, anomaly_kinds, evident_at, write_pinned
 from harness.runner import Origin, RunResult, run_test
 from harness.spec import TestSpec
 from nemesis.package import KINDS
 from nemesis.plan import FaultPlan, load, subset
 
 T = TypeVar("T")
-#: the shortest time limit a candidate gets, and the slack after its last fault
+#: the shortest time limit a candidate gets, and the slack after its last
+#: fault and after the stored run's anomaly showed (a replay's timing drifts)
 MIN_TIME_LIMIT_S = 5.0
 AFTER_LAST_FAULT_S = 5.0
+AFTER_ANOMALY_S = 10.0
 #: a fault is not shortened below this
 MIN_DURATION_S = 1.0
 
@@ -107,19 +110,26 @@ class Candidate:
 
     def cut_after_last_fault(self) -> Candidate:
         last = max((f.end for f in self.plan.faults), default=0.0)
-        limit = max(MIN_TIME_LIMIT_S, math.ceil(last + AFTER_LAST_FAULT_S))
+        return self.cut_at(last + AFTER_LAST_FAULT_S)
+
+    def cut_at(self, seconds: float) -> Candidate:
+        """Cut to ``seconds`` rounded up (at least ``MIN_TIME_LIMIT_S``), if shorter."""
+        limit = max(MIN_TIME_LIMIT_S, math.ceil(seconds))
         return self.with_time_limit(min(limit, self.time_limit))
 
 
-def shrink(start: Candidate, reproduces: Callable[[Candidate], bool]) -> Candidate | None:
+def shrink(
+    start: Candidate, reproduces: Callable[[Candidate], bool], shown_at: float | None = None
+) -> Candidate | None:
     """The smallest candidate found from ``start`` by the steps above, or
-    None when neither it nor its fault-free version reproduces;
-    ``reproduces`` is called once per candidate tried."""
-    best = replace(start, plan=FaultPlan())
-    if not reproduces(best):
-        if not reproduces(start):
-            return None
-        best = start
+    None when none of its first candidates reproduces; ``shown_at`` is when
+    the stored run's anomaly showed, and ``reproduces`` is called once per
+    candidate tried."""
+    prefix = start if shown_at is None else start.cut_at(shown_at + AFTER_ANOMALY_S)
+    firsts = [replace(prefix, plan=FaultPlan()), prefix, start]
+    best = next((c for i, c in enumerate(firsts) if c not in firsts[:i] and reproduces(c)), None)
+    if best is None:
+        return None
 
     def attempt(candidate: Candidate) -> bool:
         nonlocal best
@@ -183,6 +193,10 @@ class Shrinker:
     def __post_init__(self) -> None:
         self.directory = self.run.path / "shrink"
         self.directory.mkdir(parents=True, exist_ok=True)
+
+    def shown_at(self) -> float | None:
+        """When the stored run's anomaly showed (s), if its results say."""
+        return evident_at(self.run.results or {}, self.kinds)
 
     def start(self) -> Candidate:
         pinned = load(write_pinned(self.run, self.directory, "original.yml"), KINDS)

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         )
 
     try:
-        shrinker = Shrinker(stored, kinds, args.tries, args.need, run_shown, report)
+        shrinker = Shrinker(stored, kinds, args.tries, args.need, run_apart, report)
         start = shrinker.start()
     except OSError as e:
         raise UsageError(f"{stored.path / 'shrink'}: cannot write: {e.strerror}") from None
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     )
     interrupted = False
     try:
-        shrink(start, shrinker.reproduces)
+        shrink(start, shrinker.reproduces, shrinker.shown_at())
     except (Interrupted, KeyboardInterrupt):
         interrupted = True
     except (SpecError, ClusterError, NemesisError) as e:

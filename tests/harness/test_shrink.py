@@ -5,13 +5,14 @@ find exactly that and keep it on disk."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.interpreter import Outcome
-from harness.reproduce import StoredRun, replay
+from harness.reproduce import StoredRun, evident_at, replay
 from harness.runner import Origin, RunResult
 from harness.shrink import Candidate, Interrupted, Shrinker, ddmin, shrink
 from harness.spec import TestSpec as Spec
@@ -120,6 +121,30 @@ def test_shrink_keeps_the_two_faults_and_the_smallest_test(
     assert "--time-limit 15" in command and "--concurrency 1" in command
     assert all(origin.kind == "shrink" for origin in system.origins)
     assert system.runs == shrinker.total_runs < 80
+
+
+def test_the_first_runs_are_cut_soon_after_the_anomaly_showed(
+    stored: StoredRun, tmp_path: Path
+) -> None:
+    lost = {"writer": {"time": 2_000_000_000}, "max_read": {"time": 13_600_000_000}}
+    run = replace(stored, results={"valid": False, "anomalies": {"lost-write": [lost]}})
+    system = System(tmp_path / "runs")
+    shrinker = Shrinker(run, {"lost-write"}, tries=3, need=2, run_one=system)
+    assert shrinker.shown_at() == 13.6
+    best = shrink(shrinker.start(), shrinker.reproduces, shrinker.shown_at())
+    first = [(s.time_limit, len(load_schedule(s.schedule).faults)) for s in system.specs[:4]]
+    # no faults (two misses end it), then the five faults started by 24 s
+    assert first == [(24, 0), (24, 0), (24, 5), (24, 5)]
+    assert best is not None and best.time_limit == 15 and len(best.plan.faults) == 2
+
+
+def test_an_anomaly_shows_with_the_latest_op_of_its_first_instance() -> None:
+    read = {"ops": [{"time": 5_000_000_000}, {"time": 44_700_000_000}]}
+    later = {"ops": [{"time": 1_000_000_000}, {"time": 60_000_000_000}]}
+    results = {"anomalies": {"inconsistent-offsets": [later, read], "unseen": [{"n": 1}]}}
+    assert evident_at(results, {"inconsistent-offsets", "unseen"}) == 44.7
+    assert evident_at(results, {"unseen"}) is None
+    assert evident_at({}, {"lost-write"}) is None
 
 
 def test_a_run_that_does_not_come_back_is_not_shrunk(stored: StoredRun, tmp_path: Path) -> None:
