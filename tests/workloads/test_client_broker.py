@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any
 
 import pytest
@@ -61,6 +62,21 @@ def test_sends_and_polls_round_trip_with_offsets(broker: Any) -> None:
         polled = s.poll_all()
         got = {(k, v): o for k, recs in polled.items() for o, v in recs}
         assert got == offsets
+    finally:
+        s.close()
+
+
+def test_a_poll_returns_once_a_record_has_come_not_at_its_timeout(broker: Any) -> None:
+    """As the Java consumer's poll: librdkafka's consume(n, timeout) alone
+    would wait the whole 20 s for n records."""
+    s = Session(config(broker.bootstrap, op_timeout_s=30.0))
+    try:
+        assert s("assign", [0])["type"] == "ok"
+        assert s("send", [["send", 0, 7]])["type"] == "ok"
+        t0 = time.monotonic()
+        done = s("poll", [["poll"]], poll_ms=20_000)
+        assert time.monotonic() - t0 < 20
+        assert [v for _, v in done["value"][0][1][0]] == [7]
     finally:
         s.close()
 
