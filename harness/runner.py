@@ -158,6 +158,7 @@ def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterato
         list(spec.faults),
         seed=spec.seed,
         interval=spec.nemesis_interval,
+        mode=spec.nemesis_mode,
         plan=plan,
     )
     key_map = spec.workload_options(namespace).key_map

@@ -20,6 +20,7 @@ from typing import Any
 from broker.bugs import BUGS
 from harness.cluster import BACKENDS, DBS, ClusterError, ClusterSpec, Registry
 from nemesis.package import KINDS as FAULT_KINDS
+from nemesis.package import MODES as NEMESIS_MODES
 from nemesis.package import NAMES as NEMESIS_NAMES
 from nemesis.plan import FaultPlan, PlanError, load, read_yaml
 from workloads.workload import WorkloadOptions
@@ -95,6 +96,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("workload", str, "queue", "what the clients do", WORKLOADS),
     Option("nemesis", str, ["none"], "faults, comma-separated", NEMESES, is_list=True),
     Option("nemesis_interval", float, 10.0, "mean seconds between fault ops", minimum=0.01),
+    Option(
+        "nemesis_mode",
+        str,
+        "alternate",
+        "how random faults are scheduled: each on its own clock (alternate), random "
+        "subsets per window (rotate), or one at a time with quiet gaps (episodes)",
+        NEMESIS_MODES,
+    ),
     Option(
         "schedule",
         str,
@@ -226,6 +235,7 @@ class TestSpec:
     workload: str
     nemesis: tuple[str, ...]
     nemesis_interval: float
+    nemesis_mode: str
     schedule: str
     time_limit: float
     final_time_limit: float

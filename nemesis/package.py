@@ -31,7 +31,7 @@ from nemesis import clock, disk, partition, process
 from nemesis.base import Bound, Compose, NemesisContext, NemesisError, OpDict
 from nemesis.family import DEFAULT_TARGETS, FaultFamily, FaultOptions, NodeHeal
 from nemesis.plan import FaultPlan
-from nemesis.schedule import Fault, alternate, final_ops, rotate
+from nemesis.schedule import Fault, alternate, episodes, final_ops, rotate
 
 #: every fault family, in the order their faults join a schedule
 FAMILIES: tuple[FaultFamily, ...] = (process.FAMILY, partition.FAMILY, disk.FAMILY, clock.FAMILY)
@@ -47,7 +47,8 @@ STANDARD = (
 )
 STANDARD_TARGETS = (*DEFAULT_TARGETS, "leaders", "controller")
 NAMES = (*(name for family in FAMILIES for name in family.names), "standard")
-MODES = ("alternate", "rotate")
+#: how a random schedule is shaped (``nemesis.schedule``)
+MODES = ("alternate", "rotate", "episodes")
 #: how a cluster's final heal undoes each family on a node, in order: the
 #: clock is reset before a killed broker starts
 NODE_HEALS: tuple[NodeHeal, ...] = tuple(
@@ -93,7 +94,8 @@ class NemesisPackage:
                 interval=self.interval,
                 stable_period=self.stable_period,
             )
-        return alternate(self.faults, seed=self.seed, duration=duration, interval=self.interval)
+        shape = episodes if self.mode == "episodes" else alternate
+        return shape(self.faults, seed=self.seed, duration=duration, interval=self.interval)
 
     def final_ops(self) -> list[OpDict]:
         """The final heal, in ``HEAL_ORDER``."""

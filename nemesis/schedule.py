@@ -11,6 +11,11 @@ shapes, both deterministic for a seed:
   `stable_period`; each window picks a random non-empty subset of the faults,
   or (one time in four) none — a quiet period; picked faults alternate inside
   the window and are all stopped at its end.
+- `episodes` (Jepsen's fault and recovery periods): one fault at a time, now
+  and then a second one overlapping it, then a quiet gap before the next.
+  With each fault on its own clock, as in `alternate`, every fault is on
+  half the time, so a fault almost never runs alone: of 91 majority splits
+  of 6 s or more in 80 runs of the standard mix, 2 met no kill or pause.
 
 Every fault started is stopped before the schedule ends; `final_ops` heals
 everything regardless.
@@ -110,6 +115,41 @@ def rotate(
             chosen = rng.sample(list(faults), rng.randint(1, len(faults)))
             out += [_alternate(f, random.Random(rng.random()), t, end, interval) for f in chosen]
         t = end
+    return _merge(out)
+
+
+#: episodes: the chance that a second fault overlaps an episode's first,
+#: and the shortest a fault lasts
+OVERLAP_P = 0.25
+MIN_FAULT_S = 1.0
+
+
+def episodes(
+    faults: Sequence[Fault], *, seed: int, duration: float, interval: float
+) -> list[tuple[float, OpDict]]:
+    """Episodes of one fault, a quarter of them with a second one starting
+    while it lasts, each fault on for a uniform 1..2*interval seconds, and
+    quiet gaps of 0..interval seconds between episodes."""
+    rng = random.Random(f"{seed}:episodes")
+    out: list[list[tuple[float, OpDict]]] = []
+
+    def run(fault: Fault, start: float) -> float:
+        """Adds ``fault`` from ``start``; returns when it ends."""
+        stop = min(start + rng.uniform(MIN_FAULT_S, 2 * interval), duration)
+        timeline = [(start, fault.start(rng))]
+        if (stop_op := fault.stop()) is not None:
+            timeline.append((stop, stop_op))
+        out.append(timeline)
+        return stop
+
+    t = rng.uniform(0, interval)
+    while faults and t < duration:
+        first = rng.choice(list(faults))
+        end = run(first, t)
+        if len(faults) > 1 and rng.random() < OVERLAP_P:
+            second = rng.choice([f for f in faults if f is not first])
+            end = max(end, run(second, rng.uniform(t, end)))
+        t = end + rng.uniform(0, interval)
     return _merge(out)
 
 

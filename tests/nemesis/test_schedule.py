@@ -19,7 +19,7 @@ def by_fault(timeline: list[tuple[float, dict]], starts: set[str], stops: set[st
     ]
 
 
-@given(st.integers(0, 2**31), st.sampled_from(["alternate", "rotate"]))
+@given(st.integers(0, 2**31), st.sampled_from(["alternate", "rotate", "episodes"]))
 @settings(max_examples=50)
 def test_same_seed_same_schedule(seed: int, mode: str) -> None:
     a = build("kill,pause,partition,clock,lose-unfsynced", seed=seed, interval=2, mode=mode)
@@ -32,7 +32,7 @@ def test_different_seeds_differ() -> None:
     assert len(schedules) == 5
 
 
-@given(st.integers(0, 2**31), st.sampled_from(["alternate", "rotate"]))
+@given(st.integers(0, 2**31), st.sampled_from(["alternate", "rotate", "episodes"]))
 @settings(max_examples=50)
 def test_each_fault_alternates_and_ends_stopped(seed: int, mode: str) -> None:
     pkg = build("kill,pause,partition", seed=seed, interval=1.5, mode=mode)
@@ -55,6 +55,39 @@ def test_rotate_has_quiet_windows() -> None:
     timeline = pkg.schedule(500)
     busy = {int(t // 5) for t, _ in timeline if t % 5}
     assert 0 < len(busy) < 100
+
+
+@given(st.integers(0, 2**31))
+@settings(max_examples=50)
+def test_episodes_run_one_fault_at_a_time_or_two_overlapping(seed: int) -> None:
+    pkg = build("kill,pause,partition", seed=seed, interval=5, mode="episodes")
+    on: set[str] = set()
+    most, quiet = 0, 0
+    for _, op in pkg.schedule(300):
+        name = {"start": "kill", "resume": "pause", "stop-partition": "start-partition"}
+        if op["f"] in name:
+            on.remove(name[op["f"]])
+            quiet += not on
+        else:
+            on.add(op["f"])
+            most = max(most, len(on))
+    assert not on and most <= 2
+    assert quiet >= 10  # every episode ends with nothing on: 300 s hold dozens
+
+
+def test_episodes_overlap_now_and_then() -> None:
+    """Over many seeds about a quarter of the episodes hold two faults."""
+    starts = overlapping = 0
+    for seed in range(200):
+        on: set[str] = set()
+        for _, op in build("kill,pause", seed=seed, interval=5, mode="episodes").schedule(60):
+            if op["f"] in ("kill", "pause"):
+                starts += 1
+                overlapping += bool(on)
+                on.add(op["f"])
+            else:
+                on.discard({"start": "kill", "resume": "pause"}[op["f"]])
+    assert 0.1 < overlapping / (starts - overlapping) < 0.4
 
 
 def test_partition_kinds_and_values() -> None:
