@@ -8,11 +8,15 @@ nothing it leaves behind can hold up its exit."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
+import pickle
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: how long the process may take to end once it has answered
@@ -23,12 +27,17 @@ class NoAnswer(Exception):
     """The process ended without answering (it crashed or was killed)."""
 
 
-def call_isolated(fn: Callable[..., Any], *args: Any, answer_interrupts: bool = False) -> Any:
+def call_isolated(
+    fn: Callable[..., Any],
+    *args: Any,
+    says_interrupted: Callable[[Any], bool] = lambda answer: False,
+) -> Any:
     """``fn(*args)`` in a fresh (spawned) process logging as this one does: its
-    result, or what it raised. A Ctrl-C reaches that process too; its answer
+    result, or what it raised (an exception that cannot be pickled as a
+    RuntimeError naming it). A Ctrl-C reaches that process too; its answer
     is awaited (a run interrupted there heals and tears down), then the
-    interrupt goes on here, unless ``answer_interrupts``: then the answer is
-    returned, for a callee whose answer says it was interrupted. A second
+    interrupt goes on here, unless the answer ``says_interrupted``: then it
+    is returned, as the callee's own account of the interrupt. A second
     Ctrl-C stops it at once."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
@@ -36,25 +45,27 @@ def call_isolated(fn: Callable[..., Any], *args: Any, answer_interrupts: bool = 
     child = context.Process(target=_answer, args=(fn, args, send, level))
     child.start()
     send.close()
-    interrupted = False
-    answer: tuple[bool, Any] | None = None
+    interrupts = 0
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts > 1:
+            child.terminate()
+
     try:
-        while answer is None:
-            try:
-                answer = receive.recv()
-            except EOFError:
-                break
-            except KeyboardInterrupt:
-                if interrupted:
-                    child.terminate()
-                    raise
-                interrupted = True
+        # Ctrl-C is counted, not raised, while the answer is awaited: raised
+        # in the middle of reading it, it would lose the answer
+        with _signal_handled(signal.SIGINT, on_interrupt):
+            answer: tuple[bool, Any] | None = receive.recv()
+    except EOFError:
+        answer = None
     finally:
         child.join(EXIT_S)
         if child.is_alive():
             child.kill()
             child.join()
-    if interrupted and not (answer_interrupts and answer is not None):
+    if interrupts and not (answer is not None and answer[0] and says_interrupted(answer[1])):
         raise KeyboardInterrupt
     if answer is None:
         raise NoAnswer(f"its process ended with exit code {child.exitcode} and no answer")
@@ -64,6 +75,20 @@ def call_isolated(fn: Callable[..., Any], *args: Any, answer_interrupts: bool = 
     return value
 
 
+@contextlib.contextmanager
+def _signal_handled(signum: int, handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler`` for ``signum`` meanwhile, where Python lets handlers be set
+    (the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signum, previous)
+
+
 def _answer(fn: Callable[..., Any], args: tuple[Any, ...], send: Any, level: int) -> None:
     logging.basicConfig(level=level)
     try:
@@ -71,7 +96,12 @@ def _answer(fn: Callable[..., Any], args: tuple[Any, ...], send: Any, level: int
             answer: tuple[bool, Any] = (True, fn(*args))
         except BaseException as e:  # an interrupt too: the caller re-raises it
             answer = (False, e)
-        send.send(answer)
+        try:
+            send.send(answer)
+        except (pickle.PicklingError, TypeError, AttributeError):  # KafkaException, for one
+            ok, value = answer
+            what = "its answer" if ok else f"{type(value).__name__}: {value}"
+            send.send((False, RuntimeError(f"{what}, which cannot be pickled")))
     finally:
         send.close()
         logging.shutdown()

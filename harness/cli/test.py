@@ -123,10 +123,14 @@ def run_apart(spec: TestSpec, origin: Origin | None = None, *, shown: bool = Tru
 
     try:
         if shown:
-            return call_isolated(run_shown, spec, origin, answer_interrupts=True)
-        return call_isolated(run_test, spec, None, None, origin, answer_interrupts=True)
+            return call_isolated(run_shown, spec, origin, says_interrupted=_interrupted)
+        return call_isolated(run_test, spec, None, None, origin, says_interrupted=_interrupted)
     except NoAnswer as e:
-        raise ClusterError(f"{spec.test_name}: the run's {e}") from None
+        raise ClusterError(f"{spec.test_name}: the run ended badly: {e}") from None
+
+
+def _interrupted(result: RunResult) -> bool:
+    return result.outcome is not None and result.outcome.interrupted
 
 
 def _print_verdict(results: dict[str, Any], path: Any) -> None:

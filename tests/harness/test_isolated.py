@@ -100,11 +100,54 @@ def test_an_answer_that_tells_of_the_interrupt_can_be_returned(tmp_path: Path) -
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = ctrl_c_after(0.0, running)
     try:
-        answer = call_isolated(answers_its_interrupt, str(running), answer_interrupts=True)
+        answer = call_isolated(
+            answers_its_interrupt, str(running), says_interrupted=lambda a: "interrupted" in a
+        )
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
     assert answer == "interrupted, and said so"
+
+
+def test_an_interrupt_the_answer_does_not_tell_of_goes_on_here(tmp_path: Path) -> None:
+    """Ctrl-C sent to this process alone: the call ends as it would have, and
+    the interrupt is not lost."""
+    running = tmp_path / "running"
+
+    def parent_only() -> None:
+        deadline = time.monotonic() + 30
+        while not running.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.0, parent_only)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call_isolated(
+                touch_then_sleep, str(running), 2.0, says_interrupted=lambda a: "interrupted" in a
+            )
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+
+
+def touch_then_sleep(running: str, seconds: float) -> str:
+    Path(running).touch()
+    time.sleep(seconds)
+    return "finished"
+
+
+def raise_unpicklable() -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "list_topics timed out"))
+
+
+def test_an_error_that_cannot_be_pickled_comes_back_named() -> None:
+    with pytest.raises(RuntimeError, match=r"KafkaException: .*list_topics timed out"):
+        call_isolated(raise_unpicklable)
 
 
 def log_level() -> int:
