@@ -34,6 +34,28 @@ LEAVE_S = 5.0  # how long a replaced group member may take to leave
 FIRST_OFFSET = 0
 
 
+def consume_ready(consumer: Any, timeout_s: float) -> list[Any]:
+    """The records fetched so far, or else the first to come within
+    ``timeout_s`` with any fetched beside it: the Java consumer's ``poll``,
+    which Jepsen's workload calls. librdkafka's ``consume(n, timeout)`` waits
+    for n records, so a poll of a log growing slower than that would always
+    take its whole timeout. End-of-partition events come along but end no
+    wait: a poll holding only them waits on for records of other keys."""
+    got = consumer.consume(MAX_RECORDS, 0)
+    deadline = time.monotonic() + timeout_s
+    while not any(_record_or_error(m) for m in got):
+        more = consumer.consume(1, max(0.0, deadline - time.monotonic()))
+        if not more:
+            break
+        got += more + consumer.consume(MAX_RECORDS - 1, 0)
+    return got
+
+
+def _record_or_error(msg: Any) -> bool:
+    err = msg.error()
+    return err is None or err.code() != KafkaError._PARTITION_EOF
+
+
 class KeyConsumer:
     """One process's consumer."""
 
@@ -170,7 +192,7 @@ class KeyConsumer:
         """What has come, as ``{key: [[offset, value], ...]}``; a record error
         raises ``KafkaException``."""
         out: dict[int, list[list[int]]] = {}
-        for msg in self._consume(timeout_s):
+        for msg in consume_ready(self.consumer, timeout_s):
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
@@ -194,19 +216,6 @@ class KeyConsumer:
             self.first_polled.setdefault(key, offset)
             self.positions[key] = offset + 1
         return out
-
-    def _consume(self, timeout_s: float) -> list[Any]:
-        """The records (and end-of-partition events) fetched so far, or else
-        the first within ``timeout_s`` with any fetched beside it: the Java
-        consumer's ``poll``, which Jepsen's workload calls. librdkafka's
-        ``consume(n, timeout)`` waits until n records or the timeout, so a
-        poll of a log growing slower than that would always take it all."""
-        got = self.consumer.consume(MAX_RECORDS, 0)
-        if not got:
-            got = self.consumer.consume(1, timeout_s)
-            if got:
-                got += self.consumer.consume(MAX_RECORDS - 1, 0)
-        return got
 
     def next_offsets(self, polled: dict[int, list[list[int]]]) -> list[TP]:
         """Offsets to commit after ``polled``: the highest offset read + 1 per key."""

@@ -6,7 +6,8 @@ completes once every member has served its callbacks inside a poll: members
 re-subscribing every few ops (or polling for a moment only) keep the group
 rebalancing forever, so nothing is ever assigned, polled or committed. Churn
 is therefore ``--sub-p`` per op (1/64 by default: a re-subscribe every few
-seconds) and polls wait long enough for a rebalance's callbacks to run. Commits
+seconds) and a poll with nothing fetched waits long enough for a rebalance's
+callbacks to run. Commits
 and rebalance callbacks are recorded by the client (``commit``,
 ``rebalance_log``) for the checks of ``checkers.workloads.group``.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from generator import Generator, Rand, map_ops
 from workloads.generators import AssignNewProcesses, OffsetTracker, QueueOps, track_offsets
 
-POLL_MS = 500  # a member's poll: long enough for a rebalance's callbacks
+POLL_MS = 500  # the most a member's poll waits: long enough for a rebalance's callbacks
 
 
 def _long_polls(op: dict) -> dict:
