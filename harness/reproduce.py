@@ -44,14 +44,21 @@ def op_times(instance: Any) -> list[int]:
     return []
 
 
+#: kinds an instance of which shows only once the final reads have ended
+SHOWN_AT_THE_END = frozenset({"unseen", "eos-lost"})
+
+
 def evident_at(results: Mapping[str, Any], kinds: Iterable[str]) -> float | None:
-    """When an anomaly of ``kinds`` first showed (s into the run): the earliest,
-    over their instances, of each one's latest op, the one that revealed it
-    (the second read of an offset, a read past a lost write)."""
+    """A guess at when an anomaly of ``kinds`` first showed (s into the run):
+    the earliest, over their instances, of the latest op each names. An
+    instance names some of the ops that saw it (the second value read at an
+    offset may not be among them), so the guess can come early; none for
+    kinds that show only at the end."""
     anomalies = results.get("anomalies") or {}
     shown = [
         max(times)
         for kind in kinds
+        if kind not in SHOWN_AT_THE_END
         for instance in anomalies.get(kind) or ()
         if (times := op_times(instance))
     ]
@@ -89,7 +96,9 @@ class StoredRun:
     def spec_for(self, schedule: Path, name: str, **changes: Any) -> TestSpec:
         """This run's spec, running ``schedule`` and stored as ``name``."""
         settings = {**self.spec.to_dict(), **changes}
-        settings.update(schedule=str(schedule), nemesis=None, name=name, test_count=1)
+        settings.update(
+            schedule=str(schedule), nemesis=None, nemesis_mode=None, name=name, test_count=1
+        )
         return resolve(settings, None, str(self.path / TEST_JSON))
 
 

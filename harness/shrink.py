@@ -7,9 +7,10 @@ known). From the stored run's faults (random targets pinned to the nodes
 they hit, as a replay runs them), each step is kept only while the
 candidate still reproduces:
 
-1. the run cut ten seconds after its anomaly showed (``evident_at``),
-   with no faults at all; else with the faults started by then; else the
-   whole stored run, which must reproduce for the rest to run;
+1. the run cut ten seconds after its anomaly seems to have shown
+   (``evident_at``), with no faults at all, then with the faults started
+   by then; else the whole run with no faults, then the whole stored run,
+   which must reproduce for the rest to run;
 2. the time limit cut to five seconds after the last fault ends (or, for
    one lasting until the final heal, starts);
 3. Zeller's ddmin over the faults: drop halves, then quarters, ...;
@@ -126,7 +127,7 @@ def shrink(
     the stored run's anomaly showed, and ``reproduces`` is called once per
     candidate tried."""
     prefix = start if shown_at is None else start.cut_at(shown_at + AFTER_ANOMALY_S)
-    firsts = [replace(prefix, plan=FaultPlan()), prefix, start]
+    firsts = [replace(prefix, plan=FaultPlan()), prefix, replace(start, plan=FaultPlan()), start]
     best = next((c for i, c in enumerate(firsts) if c not in firsts[:i] and reproduces(c)), None)
     if best is None:
         return None

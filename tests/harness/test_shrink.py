@@ -138,10 +138,39 @@ def test_the_first_runs_are_cut_soon_after_the_anomaly_showed(
     assert best is not None and best.time_limit == 15 and len(best.plan.faults) == 2
 
 
+def test_a_bug_that_needs_no_faults_but_time_is_shrunk_to_no_faults(
+    stored: StoredRun, tmp_path: Path
+) -> None:
+    """The cut came too early (a guess from the instance's ops): the whole
+    run without faults is tried before the stored faults."""
+    early = {"ops": [{"time": 5_000_000_000}]}
+    run = replace(stored, results={"valid": False, "anomalies": {"lost-write": [early]}})
+    specs: list[Spec] = []
+
+    def late_bug(spec: Spec, origin: Origin) -> RunResult:
+        specs.append(spec)
+        bug = spec.time_limit >= 30
+        results = {"valid": not bug, "anomalies": {"lost-write": [{"key": 1}]} if bug else {}}
+        return RunResult(RunDir.create(tmp_path / "runs", spec.test_name), results, None)
+
+    shrinker = Shrinker(run, {"lost-write"}, tries=3, need=2, run_one=late_bug)
+    best = shrink(shrinker.start(), shrinker.reproduces, shrinker.shown_at())
+    assert best is not None and best.plan.faults == ()
+    assert [(s.time_limit, len(load_schedule(s.schedule).faults)) for s in specs[:6]] == [
+        (15, 0),
+        (15, 0),
+        (15, 4),
+        (15, 4),
+        (40, 0),
+        (40, 0),
+    ]
+
+
 def test_an_anomaly_shows_with_the_latest_op_of_its_first_instance() -> None:
     read = {"ops": [{"time": 5_000_000_000}, {"time": 44_700_000_000}]}
     later = {"ops": [{"time": 1_000_000_000}, {"time": 60_000_000_000}]}
-    results = {"anomalies": {"inconsistent-offsets": [later, read], "unseen": [{"n": 1}]}}
+    unseen = {"messages": [{"writer": {"time": 3_100_000_000}}]}  # shows at the end
+    results = {"anomalies": {"inconsistent-offsets": [later, read], "unseen": [unseen]}}
     assert evident_at(results, {"inconsistent-offsets", "unseen"}) == 44.7
     assert evident_at(results, {"unseen"}) is None
     assert evident_at({}, {"lost-write"}) is None
