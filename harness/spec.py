@@ -95,7 +95,13 @@ def _fraction(x: Any) -> float:
 OPTIONS: tuple[Option, ...] = (
     Option("workload", str, "queue", "what the clients do", WORKLOADS),
     Option("nemesis", str, ["none"], "faults, comma-separated", NEMESES, is_list=True),
-    Option("nemesis_interval", float, 10.0, "mean seconds between fault ops", minimum=0.01),
+    Option(
+        "nemesis_interval",
+        float,
+        10.0,
+        "mean seconds between fault ops (with episodes: a fault's mean length)",
+        minimum=0.01,
+    ),
     Option(
         "nemesis_mode",
         str,

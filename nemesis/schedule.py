@@ -1,8 +1,8 @@
 """Fault schedules as pure, seeded timelines (no cluster needed).
 
 A schedule is a list of `(at_seconds, op)` with nemesis ops such as
-`{"process": "nemesis", "f": "start-partition", "value": "majority"}`. Two
-shapes, both deterministic for a seed:
+`{"process": "nemesis", "f": "start-partition", "value": "majority"}`. Three
+shapes, each deterministic for a seed:
 
 - `alternate` (Jepsen's `flip-flop` under `stagger`): each fault alternates
   start and stop, waiting a uniform random 0..2*interval between ops; the
@@ -128,14 +128,16 @@ def episodes(
     faults: Sequence[Fault], *, seed: int, duration: float, interval: float
 ) -> list[tuple[float, OpDict]]:
     """Episodes of one fault, a quarter of them with a second one starting
-    while it lasts, each fault on for a uniform 1..2*interval seconds, and
+    while it lasts, each fault on for a uniform 1..2*interval seconds (less
+    than one only for an interval under half a second), and
     quiet gaps of 0..interval seconds between episodes."""
     rng = random.Random(f"{seed}:episodes")
     out: list[list[tuple[float, OpDict]]] = []
 
     def run(fault: Fault, start: float) -> float:
         """Adds ``fault`` from ``start``; returns when it ends."""
-        stop = min(start + rng.uniform(MIN_FAULT_S, 2 * interval), duration)
+        shortest = min(MIN_FAULT_S, 2 * interval)
+        stop = min(start + rng.uniform(shortest, 2 * interval), duration)
         timeline = [(start, fault.start(rng))]
         if (stop_op := fault.stop()) is not None:
             timeline.append((stop, stop_op))
