@@ -386,8 +386,13 @@ class Log:
             )
 
     def read(self, offset: int, max_bytes: int, upper: int, min_one: bool = True) -> bytes:
-        """Whole batches from ``offset`` below ``upper``; OFFSET_OUT_OF_RANGE outside the log."""
+        """Whole batches from ``offset`` below ``upper``; OFFSET_OUT_OF_RANGE outside the log.
+        At the log end there is nothing to read, and no segment is searched
+        (Kafka's LocalLog.read answers such a read empty at once too): a
+        caught-up follower or consumer asks for exactly that on every fetch."""
         self.check_offset(offset)
+        if offset == self.next_offset:
+            return b""
         for segment in self.segments[self._segment_index(offset) :]:
             data = segment.read(offset, max_bytes, upper, min_one)
             if data or segment.next_offset >= upper:

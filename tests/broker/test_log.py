@@ -55,6 +55,25 @@ def test_append_assigns_offsets_and_reads_back(tmp_path: Path, ledger: FsyncLedg
     assert e.value.code == ErrorCode.offset_out_of_range
 
 
+def test_a_read_at_the_log_end_searches_no_segment(
+    tmp_path: Path, ledger: FsyncLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caught-up follower or consumer reads at the log end on every fetch: that
+    read is empty at once, without scanning the batches after the last index entry."""
+    log = open_log(tmp_path, ledger)
+    for value in (b"a", b"b", b"c"):
+        log.append(bytearray(make_batch([value])), 0)
+    segment = log.segments[-1]
+    monkeypatch.setattr(segment, "find", lambda offset: pytest.fail(f"searched for {offset}"))
+    assert log.read(3, 1 << 20, 3) == b""
+    assert log.read(3, 1 << 20, 10) == b""
+    with pytest.raises(KafkaError) as e:
+        log.read(4, 1 << 20, 10)
+    assert e.value.code == ErrorCode.offset_out_of_range
+    monkeypatch.undo()
+    assert read_values(log.read(2, 1 << 20, 3)) == [(2, b"c")]
+
+
 def test_corrupt_batch_is_refused(tmp_path: Path, ledger: FsyncLedger) -> None:
     log = open_log(tmp_path, ledger)
     data = bytearray(make_batch([b"x" * 50]))
