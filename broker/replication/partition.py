@@ -144,10 +144,16 @@ class ReplicatedPartition(Partition):
             self.log.epochs.assign(self.leader_epoch, self.epoch_start_offset)
 
     def maybe_advance_hw(self) -> None:
+        """After an append or a change of leadership or ISR: followers parked in a
+        fetch look again (there may be records, or an error, for them), and the
+        HW may advance."""
+        self._notify_data()
+        self._advance_hw()
+
+    def _advance_hw(self) -> None:
         """HW = min LEO over the maximal ISR (the ISR, the followers joining it and
         the leader's own LEO), once known, and only while the ISR is not under
         its minimum."""
-        self._notify_data()
         if not self.is_leader or self.under_min_isr:
             return
         leos = [self.log.next_offset]
@@ -182,7 +188,12 @@ class ReplicatedPartition(Partition):
             self.caught_up_at[replica] = self._last_fetch[replica][0]
         self._last_fetch[replica] = (now, leader_leo)
         leo = self.follower_leo[replica] = min(fetch_offset, leader_leo)
-        self.maybe_advance_hw()
+        # A follower's position is no news for the others parked in a fetch, nor
+        # is the HW it may advance: as in Kafka's DelayedFetch, a follower's fetch
+        # completes on records, an error, a diverging epoch or a log start past
+        # its own, and learns the HW with its next answer. Waking them here only
+        # had each read all its partitions again and park.
+        self._advance_hw()
         caught_up = leo >= self.high_watermark and leo >= self.epoch_start_offset
         if caught_up and replica in self.unfenced_out:  # the committed ISR never lost it
             self.unfenced_out.discard(replica)

@@ -107,3 +107,31 @@ def test_a_parked_fetch_answers_at_once_when_the_log_start_passes_the_followers(
         assert leader.follower_start[2] == 0  # the parked request said nothing new
     finally:
         log.close()
+
+
+def test_a_followers_fetch_does_not_wake_the_others_parked_fetches(tmp_path: Path) -> None:
+    """A follower's position (and the HW it advances) is no news for another
+    follower parked in a fetch (Kafka's DelayedFetch completes on data, errors, a
+    diverging epoch); an append is."""
+    ledger = FsyncLedger(tmp_path)
+    log = Log.open(tmp_path / "t-0", dict(DEFAULTS), ledger, clean=True)
+    leader = ReplicatedPartition("t", 0, log, PartitionAssignment([1, 2, 3], 1, 0, [1, 2, 3]), 1)
+    try:
+        leader.log.append(bytearray(make_batch([b"a"])), 0)
+        leader.maybe_advance_hw()
+
+        async def scenario() -> None:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            leader.watch_data(waiter)  # follower 3, parked at the log end
+            leader.update_follower(2, 1)
+            leader.update_follower(3, 1)
+            assert leader.high_watermark == 1
+            assert not waiter.done(), "a follower's fetch woke another's"
+            leader.log.append(bytearray(make_batch([b"b"])), 0)
+            leader.maybe_advance_hw()
+            assert waiter.done()
+
+        asyncio.run(scenario())
+    finally:
+        log.close()
+        ledger.close()
