@@ -6,13 +6,14 @@ wraps it in a ``RequestContext`` per request."""
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker.config import BrokerConfig
 from broker.coordinator.service import CoordinatorService
 from broker.coordinator.txn.verification import TxnVerifier
 from broker.protocol.codec import build, response_type
+from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.forwarding import ForwardingManager
 from broker.server.metadata_cache import MetadataCache
 from broker.server.replica_manager import ReplicaManager
@@ -32,6 +33,8 @@ class BrokerContext:
     (and has no replicas fetching from it)."""
     api_versions: list[dict[str, int]]
     """What ApiVersions advertises: the ranges of the API table."""
+    fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
+    """The followers' incremental fetch sessions (KIP-227) with this leader."""
 
     @property
     def node_id(self) -> int:

@@ -1,6 +1,7 @@
 """Fetch: long-polls in the ReplicaManager's purgatory; read_committed reads stop
-at the last stable offset and carry the aborted-transaction list. Fetch
-sessions (KIP-227) are declined with session id 0, so clients send full requests."""
+at the last stable offset and carry the aborted-transaction list. A consumer's
+fetch session (KIP-227) is declined with session id 0, so clients send full
+requests; followers fetch in sessions (``broker.replication.fetch_session``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ READ_COMMITTED = 1
 
 async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if getattr(request, "replica_id", -1) >= 0 and ctx.broker.forwarding is not None:
-        return await serve_replica_fetch(ctx.broker.replica_manager, request)
+        return await serve_replica_fetch(
+            ctx.broker.replica_manager, request, ctx.broker.fetch_sessions
+        )
     wanted = [
         FetchRequestPartition(
             topic.topic,

@@ -30,6 +30,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from broker import bugs
+from broker.replication.fetch_session import INITIAL_EPOCH, NO_SESSION, next_epoch
 from broker.replication.partition import ReplicatedPartition, truncation_offset
 from broker.replication.peer_client import PeerConnection, PeerError
 
@@ -58,6 +59,7 @@ class ReplicaFetchers:
         self.address_of = address_of
         self._loops: dict[int, asyncio.Task[None]] = {}
         self._synced: dict[TopicPartition, int] = {}
+        self._sessions: dict[int, FetchSessionState] = {}  # per leader
 
     def followed(self, leader: int) -> dict[TopicPartition, ReplicatedPartition]:
         return {
@@ -93,6 +95,7 @@ class ReplicaFetchers:
                     continue
                 if connection is None or (connection.host, connection.port) != address:
                     connection = PeerConnection(*address, f"jepka-replica-{self.node_id}")
+                    self._sessions.pop(leader, None)
                 try:
                     await self._truncate_where_needed(connection, leader, parts)
                     await self._fetch_once(connection, leader, parts)
@@ -160,39 +163,62 @@ class ReplicaFetchers:
         if not ready:
             await asyncio.sleep(BACKOFF_S)
             return
-        by_topic: dict[str, list[Any]] = {}
+        session = self._sessions.setdefault(leader, FetchSessionState())
         sent = {tp: _Sent.of(leader, p) for tp, p in ready.items()}
-        for (topic, index), p in ready.items():
+        wanted = {tp: _fetch_state(p, sent[tp]) for tp, p in ready.items()}
+        changed, forgotten = session.delta(wanted)
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, index), state in changed.items():
             by_topic.setdefault(topic, []).append(
                 fetch_req.FetchPartition(
                     partition=i32(index),
-                    current_leader_epoch=i32(p.leader_epoch),
-                    fetch_offset=i64(p.log.next_offset),
-                    last_fetched_epoch=i32(sent[(topic, index)].last_fetched_epoch),
-                    log_start_offset=i64(p.log.log_start_offset),
+                    current_leader_epoch=i32(state.current_leader_epoch),
+                    fetch_offset=i64(state.fetch_offset),
+                    last_fetched_epoch=i32(state.last_fetched_epoch),
+                    log_start_offset=i64(state.log_start_offset),
                     partition_max_bytes=i32(PARTITION_MAX_BYTES),
                 )
             )
+        gone: dict[str, list[int]] = {}
+        for topic, index in forgotten:
+            gone.setdefault(topic, []).append(index)
         request = fetch_req.FetchRequest(
             replica_id=BrokerId(self.node_id),
             max_wait=MAX_WAIT,
             min_bytes=i32(1),
             max_bytes=i32(64 << 20),
             isolation_level=i8(0),
+            session_id=i32(session.id),
+            session_epoch=i32(session.epoch),
             topics=tuple(
                 fetch_req.FetchTopic(topic=TopicName(t), partitions=tuple(ps))
                 for t, ps in by_topic.items()
             ),
-            forgotten_topics_data=(),
+            forgotten_topics_data=tuple(
+                fetch_req.ForgottenTopic(topic=TopicName(t), partitions=tuple(i32(i) for i in ps))
+                for t, ps in gone.items()
+            ),
         )
-        response = await connection.request(request, 5)
+        try:
+            response = await connection.request(request, 5)
+        except PeerError:
+            session.reset()  # the leader may or may not have taken this epoch
+            raise
+        if response.error_code is not ErrorCode.none:  # the session is gone or out of step
+            log.debug("fetch session with %d: %s; starting a new one", leader, response.error_code)
+            session.reset()
+            return
+        session.sent(response.session_id, wanted)
         errors = False
         for topic in response.responses:
             for answer in topic.partitions:
                 tp = (topic.topic, answer.partition_index)
                 partition = ready.get(tp)
                 if partition is None or not sent[tp].holds(partition):
-                    continue  # leader, epoch or our log changed since the request
+                    # leader, epoch or our log changed since the request: the next
+                    # request starts a new session, so nothing it said is lost
+                    session.reset()
+                    continue
                 diverging = answer.diverging_epoch
                 if diverging.epoch >= 0 or diverging.end_offset >= 0:
                     asked = sent[tp].last_fetched_epoch
@@ -210,6 +236,62 @@ class ReplicaFetchers:
                     )
         if errors:
             await asyncio.sleep(BACKOFF_S)
+
+
+@dataclass(frozen=True, slots=True)
+class _FetchState:
+    """What a follower's request says of one partition; a session's leader keeps
+    the last one sent."""
+
+    current_leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    log_start_offset: int
+
+
+def _fetch_state(partition: ReplicatedPartition, sent: _Sent) -> _FetchState:
+    return _FetchState(
+        partition.leader_epoch,
+        partition.log.next_offset,
+        sent.last_fetched_epoch,
+        partition.log.log_start_offset,
+    )
+
+
+class FetchSessionState:
+    """The follower's side of its fetch session with one leader (Kafka's
+    ``FetchSessionHandler``): the session id and the epoch of the next request,
+    and each partition's fetch state as the leader holds it. A new session (id 0,
+    epoch 0) sends everything; then a request names only the partitions whose
+    state changed, and those no longer fetched as forgotten."""
+
+    def __init__(self) -> None:
+        self.id = NO_SESSION
+        self.epoch = INITIAL_EPOCH
+        self._held: dict[TopicPartition, _FetchState] = {}
+
+    def delta(
+        self, wanted: dict[TopicPartition, _FetchState]
+    ) -> tuple[dict[TopicPartition, _FetchState], list[TopicPartition]]:
+        """The partitions to name in the next request, and the ones to forget."""
+        if self.epoch == INITIAL_EPOCH:
+            return dict(wanted), []
+        changed = {tp: s for tp, s in wanted.items() if self._held.get(tp) != s}
+        return changed, [tp for tp in self._held if tp not in wanted]
+
+    def sent(self, session_id: int, wanted: dict[TopicPartition, _FetchState]) -> None:
+        """A request was answered without a session error: the leader holds
+        ``wanted``. A full request answered with session id 0 made no session,
+        so the next one is full again."""
+        if self.epoch == INITIAL_EPOCH:
+            if session_id == NO_SESSION:
+                return
+            self.id = session_id
+        self.epoch = next_epoch(self.epoch)
+        self._held = dict(wanted)
+
+    def reset(self) -> None:
+        self.id, self.epoch, self._held = NO_SESSION, INITIAL_EPOCH, {}
 
 
 @dataclass(frozen=True, slots=True)

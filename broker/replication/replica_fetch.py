@@ -4,7 +4,9 @@ advance the high watermark once its last fetched epoch shows that its log is a
 prefix of ours there; otherwise the answer is a diverging epoch (where the logs
 part) and no records. Records are served up to the leader's LEO, not the HW, and
 the follower is told the HW and the log start offset, and tells its own (the
-leader's low watermark). A request with a stale leader epoch is refused
+leader's low watermark). Followers fetch in incremental sessions (KIP-227,
+``fetch_session``): a request names only what changed, and its answer only the
+partitions with news for the follower. A request with a stale leader epoch is refused
 (FENCED_LEADER_EPOCH), one for a partition this node does not lead gets
 NOT_LEADER_OR_FOLLOWER."""
 
@@ -14,6 +16,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from broker.errors import ErrorCode, KafkaError
+from broker.replication.fetch_session import FetchContext, FetchSessionCache
 from broker.replication.partition import UNKNOWN, ReplicatedPartition, diverging_epoch
 
 if TYPE_CHECKING:
@@ -84,37 +87,41 @@ def _follower_start(p: Any) -> int:
     return getattr(p, "log_start_offset", UNKNOWN)
 
 
-async def serve_replica_fetch(manager: ReplicaManager, request: Any) -> dict[str, Any]:
+async def serve_replica_fetch(
+    manager: ReplicaManager, request: Any, sessions: FetchSessionCache | None = None
+) -> dict[str, Any]:
     """Answers at once if there is data or an error, else waits for an append on
-    one of the partitions (up to the request's max wait)."""
+    one of the partitions (up to the request's max wait). With ``sessions``, a
+    follower's fetch session (KIP-227) says which partitions are read and which
+    answered; without, every request is a full one and no session is made."""
+    context = (
+        sessions.context(request)
+        if sessions is not None
+        else FetchContext([(t.topic, p) for t in request.topics for p in t.partitions])
+    )
+    if context.error is not ErrorCode.none:
+        return {
+            "throttle_time": 0,
+            "error_code": context.error,
+            "session_id": 0,
+            "responses": [],
+        }
+    wanted = context.partitions
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait.total_seconds()
     arrived = True
     while True:
-        responses = [
-            (
-                t.topic,
-                [_read(manager, request.replica_id, t.topic, p, arrived) for p in t.partitions],
-            )
-            for t in request.topics
-        ]
+        read = [(t, p, _read(manager, request.replica_id, t, p, arrived)) for t, p in wanted]
         arrived = False
-        ready = any(
-            _news(p, a)
-            for t, (_, answers) in zip(request.topics, responses, strict=True)
-            for p, a in zip(t.partitions, answers, strict=True)
-        )
+        ready = any(_news(p, answer) for _, p, answer in read)
         remaining = deadline - loop.time()
         if ready or remaining <= 0:
             break
         waiter: asyncio.Future[None] = loop.create_future()
         watched = [
             partition
-            for t in request.topics
-            for p in t.partitions
-            if isinstance(
-                partition := manager.partitions.get((t.topic, p.partition)), ReplicatedPartition
-            )
+            for partition in (manager.partitions.get((t, p.partition)) for t, p in wanted)
+            if isinstance(partition, ReplicatedPartition)
         ]
         for partition in watched:
             partition.watch_data(waiter)
@@ -125,9 +132,12 @@ async def serve_replica_fetch(manager: ReplicaManager, request: Any) -> dict[str
         finally:
             for partition in watched:
                 partition.unwatch_data(waiter)
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for topic, answer in context.answers(read):
+        by_topic.setdefault(topic, []).append(answer)
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
-        "session_id": 0,
-        "responses": [{"topic": name, "partitions": answers} for name, answers in responses],
+        "session_id": context.session_id,
+        "responses": [{"topic": name, "partitions": answers} for name, answers in by_topic.items()],
     }

@@ -1,0 +1,182 @@
+"""Followers' incremental fetch sessions (KIP-227): a request names only the
+partitions whose fetch state changed, an answer only the partitions with news,
+and the leader still takes every session partition's position from every
+request (the ISR lag clock must not stop for a partition left unnamed)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from broker.config import TOPIC_KEYS
+from broker.errors import ErrorCode
+from broker.log.ledger import FsyncLedger
+from broker.log.log import Log
+from broker.replication.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, FetchSessionCache
+from broker.replication.fetcher import FetchSessionState, _FetchState
+from broker.replication.partition import ReplicatedPartition
+from broker.replication.replica_fetch import serve_replica_fetch
+from broker.server.topics import PartitionAssignment
+from tests.broker.batches import make_batch
+
+DEFAULTS = {name: key.default for name, key in TOPIC_KEYS.items()}
+
+
+def part(index: int, offset: int, epoch: int = 0) -> Any:
+    return SimpleNamespace(
+        partition=index,
+        fetch_offset=offset,
+        current_leader_epoch=epoch,
+        last_fetched_epoch=-1,
+        log_start_offset=0,
+        partition_max_bytes=1 << 20,
+    )
+
+
+def request(
+    replica: int,
+    session: tuple[int, int],
+    parts: list[Any],
+    forgotten: list[int] = (),  # type: ignore[assignment]
+    wait_s: float = 0,
+) -> Any:
+    return SimpleNamespace(
+        replica_id=replica,
+        max_wait=datetime.timedelta(seconds=wait_s),
+        session_id=session[0],
+        session_epoch=session[1],
+        topics=[SimpleNamespace(topic="t", partitions=parts)] if parts else [],
+        forgotten_topics_data=[SimpleNamespace(topic="t", partitions=list(forgotten))]
+        if forgotten
+        else [],
+    )
+
+
+@pytest.fixture
+def leaders(tmp_path: Path) -> Any:
+    """Partitions t-0 and t-1 led by node 1, followed by 2 (ISR 1, 2), one record each."""
+    ledger = FsyncLedger(tmp_path)
+    partitions = {}
+    for index in (0, 1):
+        log = Log.open(tmp_path / f"t-{index}", dict(DEFAULTS), ledger, clean=True)
+        leader = ReplicatedPartition("t", index, log, PartitionAssignment([1, 2], 1, 0, [1, 2]), 1)
+        leader.log.append(bytearray(make_batch([b"x"])), 0)
+        leader.maybe_advance_hw()
+        partitions[("t", index)] = leader
+    yield SimpleNamespace(partitions=partitions)
+    for leader in partitions.values():
+        leader.log.close()
+    ledger.close()
+
+
+def served(answer: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    return {p["partition_index"]: p for t in answer["responses"] for p in t["partitions"]}
+
+
+def fetch(manager: Any, req: Any, sessions: FetchSessionCache) -> dict[str, Any]:
+    return asyncio.run(serve_replica_fetch(manager, req, sessions))
+
+
+def test_an_incremental_fetch_answers_only_what_changed(leaders: Any) -> None:
+    sessions = FetchSessionCache()
+    first = fetch(leaders, request(2, (0, INITIAL_EPOCH), [part(0, 0), part(1, 0)]), sessions)
+    session_id = first["session_id"]
+    assert session_id != 0 and set(served(first)) == {0, 1}  # a full answer
+    # the follower took both records and names both at their new offsets: the
+    # answer is read before the position counts (as Kafka's), so it has no news...
+    second = fetch(leaders, request(2, (session_id, 1), [part(0, 1), part(1, 1)]), sessions)
+    assert served(second) == {}
+    # ...and the next carries the HW that position advanced, in both partitions
+    third = fetch(leaders, request(2, (session_id, 2), []), sessions)
+    assert {i: p["high_watermark"] for i, p in served(third).items()} == {0: 1, 1: 1}
+    # nothing changed since: an empty request, an empty answer, yet the
+    # follower's position is taken from the session for every partition
+    leaders.partitions[("t", 0)].caught_up_at[2] = 0.0
+    fourth = fetch(leaders, request(2, (session_id, 3), []), sessions)
+    assert served(fourth) == {} and fourth["session_id"] == session_id
+    assert leaders.partitions[("t", 0)].caught_up_at[2] > 0.0
+    # a write to t-1: its records are news, t-0 stays out
+    leaders.partitions[("t", 1)].log.append(bytearray(make_batch([b"y"])), 0)
+    fifth = fetch(leaders, request(2, (session_id, 4), []), sessions)
+    (answer,) = served(fifth).values()
+    assert answer["partition_index"] == 1 and answer["records"]
+    fetch(leaders, request(2, (session_id, 5), [part(1, 2)]), sessions)
+    seventh = fetch(leaders, request(2, (session_id, 6), []), sessions)
+    assert {i: p["high_watermark"] for i, p in served(seventh).items()} == {1: 2}
+
+
+def test_a_parked_incremental_fetch_wakes_for_an_unnamed_partition(leaders: Any) -> None:
+    sessions = FetchSessionCache()
+    session_id = fetch(leaders, request(2, (0, 0), [part(0, 1), part(1, 1)]), sessions)[
+        "session_id"
+    ]
+    assert served(fetch(leaders, request(2, (session_id, 1), []), sessions))  # the new HWs
+
+    async def scenario() -> dict[str, Any]:
+        parked = asyncio.create_task(
+            serve_replica_fetch(leaders, request(2, (session_id, 2), [], wait_s=5), sessions)
+        )
+        await asyncio.sleep(0.05)
+        assert not parked.done()
+        leaders.partitions[("t", 0)].log.append(bytearray(make_batch([b"z"])), 0)
+        leaders.partitions[("t", 0)].maybe_advance_hw()
+        return await asyncio.wait_for(parked, 2)
+
+    (answer,) = served(asyncio.run(scenario())).values()
+    assert answer["partition_index"] == 0 and answer["records"]
+
+
+def test_session_errors_and_forgotten_partitions(leaders: Any) -> None:
+    sessions = FetchSessionCache()
+    session_id = fetch(leaders, request(2, (0, 0), [part(0, 1), part(1, 1)]), sessions)[
+        "session_id"
+    ]
+    stale = fetch(leaders, request(2, (session_id, 5), []), sessions)
+    assert stale["error_code"] is ErrorCode.invalid_fetch_session_epoch
+    unknown = fetch(leaders, request(2, (session_id + 1, 1), []), sessions)
+    assert unknown["error_code"] is ErrorCode.fetch_session_id_not_found
+    other = fetch(leaders, request(3, (session_id, 1), []), sessions)
+    assert other["error_code"] is ErrorCode.fetch_session_id_not_found
+    # t-1 forgotten: a write there is no news for this session any more
+    fetch(leaders, request(2, (session_id, 1), [], forgotten=[1]), sessions)
+    leaders.partitions[("t", 1)].log.append(bytearray(make_batch([b"y"])), 0)
+    assert served(fetch(leaders, request(2, (session_id, 2), []), sessions)) == {}
+    # a final-epoch request closes the session and is answered in full
+    closing = fetch(leaders, request(2, (session_id, FINAL_EPOCH), [part(0, 1)]), sessions)
+    assert closing["session_id"] == 0 and set(served(closing)) == {0}
+    assert len(sessions) == 0
+
+
+def test_an_error_is_always_answered_and_the_partition_resent_after(leaders: Any) -> None:
+    sessions = FetchSessionCache()
+    session_id = fetch(leaders, request(2, (0, 0), [part(0, 1)]), sessions)["session_id"]
+    leader = leaders.partitions[("t", 0)]
+    leader.reassign(PartitionAssignment([1, 2], 2, 1, [1, 2]))  # node 2 leads now
+    failed = served(fetch(leaders, request(2, (session_id, 1), []), sessions))
+    assert failed[0]["error_code"] is ErrorCode.not_leader_or_follower
+    leader.reassign(PartitionAssignment([1, 2], 1, 1, [1, 2]))  # and node 1 again
+    back = fetch(leaders, request(2, (session_id, 2), [part(0, 1, epoch=1)]), sessions)
+    assert served(back)[0]["error_code"] is ErrorCode.none  # the HW is sent again
+
+
+def test_the_followers_session_names_only_changes() -> None:
+    state = FetchSessionState()
+    a, b = ("t", 0), ("t", 1)
+    at = {a: _FetchState(0, 5, 0, 0), b: _FetchState(0, 7, 0, 0)}
+    assert state.delta(at) == (at, [])  # a new session: everything
+    state.sent(0, at)  # the leader made no session: full again
+    assert (state.id, state.epoch) == (0, INITIAL_EPOCH) and state.delta(at) == (at, [])
+    state.sent(42, at)
+    assert (state.id, state.epoch) == (42, 1)
+    assert state.delta(at) == ({}, [])
+    moved = {a: _FetchState(0, 6, 0, 0)}
+    assert state.delta(moved) == (moved, [b])
+    state.sent(42, moved)
+    assert state.epoch == 2
+    state.reset()
+    assert (state.id, state.epoch) == (0, INITIAL_EPOCH) and state.delta(moved) == (moved, [])
