@@ -63,8 +63,10 @@ class CachedPartition:
     def must_respond(self, answer: dict[str, Any]) -> bool:
         """Kafka's CachedPartition.maybeUpdateResponseData: the answer goes out if
         it carries records, an error or a diverging epoch, or a high watermark or
-        log start offset not sent yet; those are then remembered as sent (an
-        error forgets the HW, so that the partition is sent again once it clears)."""
+        log start offset not sent yet; those are then remembered as sent. An
+        error or a diverging epoch forgets the HW, so that the partition is
+        sent again after: the follower takes no HW from either (after a
+        truncation it may be at the log end, where nothing else would)."""
         respond = bool(answer["records"]) or "diverging_epoch" in answer
         if answer["high_watermark"] != self.high_watermark:
             respond = True
@@ -72,7 +74,7 @@ class CachedPartition:
         if answer["log_start_offset"] != self.log_start_offset:
             respond = True
             self.log_start_offset = answer["log_start_offset"]
-        if answer["error_code"] is not ErrorCode.none:
+        if answer["error_code"] is not ErrorCode.none or "diverging_epoch" in answer:
             respond = True
             self.high_watermark = -1
         return respond

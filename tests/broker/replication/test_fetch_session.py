@@ -17,7 +17,12 @@ from broker.config import TOPIC_KEYS
 from broker.errors import ErrorCode
 from broker.log.ledger import FsyncLedger
 from broker.log.log import Log
-from broker.replication.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, FetchSessionCache
+from broker.replication.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    CachedPartition,
+    FetchSessionCache,
+)
 from broker.replication.fetcher import FetchSessionState, _FetchState
 from broker.replication.partition import ReplicatedPartition
 from broker.replication.replica_fetch import serve_replica_fetch
@@ -162,6 +167,16 @@ def test_an_error_is_always_answered_and_the_partition_resent_after(leaders: Any
     leader.reassign(PartitionAssignment([1, 2], 1, 1, [1, 2]))  # and node 1 again
     back = fetch(leaders, request(2, (session_id, 2), [part(0, 1, epoch=1)]), sessions)
     assert served(back)[0]["error_code"] is ErrorCode.none  # the HW is sent again
+
+
+def test_after_a_diverging_epoch_the_high_watermark_is_sent_again() -> None:
+    """The follower truncates and takes no HW from a diverging answer; cut to
+    the leader's log end, it would hear of no HW again until the next write."""
+    cached = CachedPartition(fetch=None)
+    answer = {"records": b"", "high_watermark": 2, "log_start_offset": 0}
+    assert cached.must_respond({**answer, "error_code": ErrorCode.none, "diverging_epoch": 1})
+    assert cached.must_respond({**answer, "error_code": ErrorCode.none})
+    assert not cached.must_respond({**answer, "error_code": ErrorCode.none})
 
 
 def test_the_followers_session_names_only_changes() -> None:
