@@ -51,6 +51,11 @@ def next_epoch(epoch: int) -> int:
     return 1 if epoch == _MAX_EPOCH else epoch + 1
 
 
+def named_partitions(request: Any) -> list[tuple[str, Any]]:
+    """The partitions a fetch request names, as (topic, request partition)."""
+    return [(t.topic, p) for t in request.topics for p in t.partitions]
+
+
 @dataclass(slots=True)
 class CachedPartition:
     """A partition of a session: the follower's last sent fetch state (a request
@@ -133,7 +138,7 @@ class FetchSessionCache:
         """Resolves a replica fetch's session metadata (Kafka's FetchManager.newContext)."""
         session_id = int(getattr(request, "session_id", NO_SESSION))
         epoch = int(getattr(request, "session_epoch", FINAL_EPOCH))
-        named = [(t.topic, p) for t in request.topics for p in t.partitions]
+        named = named_partitions(request)
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             self._sessions.pop(session_id, None)
             if epoch == FINAL_EPOCH:

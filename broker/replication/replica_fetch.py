@@ -16,7 +16,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from broker.errors import ErrorCode, KafkaError
-from broker.replication.fetch_session import FetchContext, FetchSessionCache
+from broker.replication.fetch_session import FetchContext, FetchSessionCache, named_partitions
 from broker.replication.partition import UNKNOWN, ReplicatedPartition, diverging_epoch
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ async def serve_replica_fetch(
     context = (
         sessions.context(request)
         if sessions is not None
-        else FetchContext([(t.topic, p) for t in request.topics for p in t.partitions])
+        else FetchContext(named_partitions(request))
     )
     if context.error is not ErrorCode.none:
         return {
