@@ -66,16 +66,18 @@ def answers_its_interrupt(running: str) -> str:
     return "not interrupted"
 
 
-def ctrl_c_after(seconds: float, running: Path | None = None) -> threading.Timer:
+def ctrl_c_after(
+    seconds: float, running: Path | None = None, children: bool = True
+) -> threading.Timer:
     """Ctrl-C goes to the terminal's whole process group: to the call's process
-    and to this one (sent to each here, not to the test run's group); once
-    ``running`` exists, when given."""
+    (unless not ``children``) and to this one (sent to each here, not to the
+    test run's group); once ``running`` exists, when given."""
 
     def ctrl_c() -> None:
         deadline = time.monotonic() + 30
         while running is not None and not running.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        for child in multiprocessing.active_children():
+        for child in multiprocessing.active_children() if children else ():
             os.kill(child.pid, signal.SIGINT)  # type: ignore[arg-type]
         os.kill(os.getpid(), signal.SIGINT)
 
@@ -113,16 +115,8 @@ def test_an_interrupt_the_answer_does_not_tell_of_goes_on_here(tmp_path: Path) -
     """Ctrl-C sent to this process alone: the call ends as it would have, and
     the interrupt is not lost."""
     running = tmp_path / "running"
-
-    def parent_only() -> None:
-        deadline = time.monotonic() + 30
-        while not running.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGINT)
-
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(0.0, parent_only)
-    timer.start()
+    timer = ctrl_c_after(0.0, running, children=False)
     try:
         with pytest.raises(KeyboardInterrupt):
             call_isolated(
