@@ -206,7 +206,7 @@ class ReplicaFetchers:
             raise
         if response.error_code is not ErrorCode.none:  # the session is gone or out of step
             log.debug("fetch session with %d: %s; starting a new one", leader, response.error_code)
-            session.reset()
+            session.reset(known=response.error_code is not ErrorCode.fetch_session_id_not_found)
             return
         session.sent(response.session_id, wanted)
         errors = False
@@ -284,14 +284,20 @@ class FetchSessionState:
         ``wanted``. A full request answered with session id 0 made no session,
         so the next one is full again."""
         if self.epoch == INITIAL_EPOCH:
+            self.id = session_id
             if session_id == NO_SESSION:
                 return
-            self.id = session_id
         self.epoch = next_epoch(self.epoch)
         self._held = dict(wanted)
 
-    def reset(self) -> None:
-        self.id, self.epoch, self._held = NO_SESSION, INITIAL_EPOCH, {}
+    def reset(self, known: bool = True) -> None:
+        """Starts a new session with the next request. While the leader may
+        still hold the old one (``known``), that request carries its id, and
+        the leader closes it before making the new one (Kafka's
+        ``FetchMetadata.nextCloseExisting``), so it takes no cache slot."""
+        if not known:
+            self.id = NO_SESSION
+        self.epoch, self._held = INITIAL_EPOCH, {}
 
 
 @dataclass(frozen=True, slots=True)

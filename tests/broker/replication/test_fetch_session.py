@@ -193,5 +193,19 @@ def test_the_followers_session_names_only_changes() -> None:
     assert state.delta(moved) == (moved, [b])
     state.sent(42, moved)
     assert state.epoch == 2
-    state.reset()
-    assert (state.id, state.epoch) == (0, INITIAL_EPOCH) and state.delta(moved) == (moved, [])
+    state.reset()  # the next, full request closes session 42 on the leader
+    assert (state.id, state.epoch) == (42, INITIAL_EPOCH) and state.delta(moved) == (moved, [])
+    state.reset(known=False)  # the leader knows no session 42
+    assert (state.id, state.epoch) == (0, INITIAL_EPOCH)
+
+
+def test_a_new_session_closes_the_one_it_replaces(leaders: Any) -> None:
+    """A follower that starts over names its old session, so repeated resets
+    never fill the leader's cache."""
+    sessions = FetchSessionCache()
+    session_id = 0
+    for _ in range(3):
+        session_id = fetch(
+            leaders, request(2, (session_id, INITIAL_EPOCH), [part(0, 1)]), sessions
+        )["session_id"]
+    assert len(sessions) == 1
