@@ -74,15 +74,19 @@ def _run(args: argparse.Namespace) -> int:
     from harness.cluster import ClusterError
     from nemesis.base import NemesisError
 
+    run = run_shown if spec.test_count == 1 else run_apart
     worst = ExitCode.VALID
     for i in range(spec.test_count):
         one = spec.with_seed(spec.seed + i)
         try:
-            code = _run_one(one)
+            result = run(one)
         except (SpecError, ClusterError, NemesisError) as e:
             raise UsageError(str(e)) from None
+        code = result.exit_code
         if code == ExitCode.INVALID or (code == ExitCode.UNKNOWN and worst == ExitCode.VALID):
             worst = ExitCode(code)
+        if _interrupted(result):
+            break  # Ctrl-C ends the series, not just this test
     return int(worst)
 
 
@@ -91,10 +95,6 @@ def _dump_stacks_on_sigusr1() -> None:
     found. Needs a real stderr file (not so when embedded, e.g. under pytest)."""
     with contextlib.suppress(io.UnsupportedOperation, AttributeError, ValueError, RuntimeError):
         faulthandler.register(signal.SIGUSR1, all_threads=True)
-
-
-def _run_one(spec: TestSpec) -> int:
-    return run_shown(spec).exit_code
 
 
 def run_shown(spec: TestSpec, origin: Origin | None = None) -> RunResult:
