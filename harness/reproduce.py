@@ -49,20 +49,28 @@ SHOWN_AT_THE_END = frozenset({"unseen", "eos-lost"})
 
 
 def evident_at(results: Mapping[str, Any], kinds: Iterable[str]) -> float | None:
-    """A guess at when an anomaly of ``kinds`` first showed (s into the run):
-    the earliest, over their instances, of the latest op each names. An
-    instance names some of the ops that saw it (the second value read at an
-    offset may not be among them), so the guess can come early; none for
+    """When an anomaly of ``kinds`` first showed (s into the run): the
+    earliest, over their instances, of the time each became visible, as its
+    checker says (``evident``, e.g. when a second value was first read at an
+    offset), else a guess, the latest op it names; an instance names only
+    some of the ops that saw it, so the guess can be early or late. None for
     kinds that show only at the end."""
     anomalies = results.get("anomalies") or {}
     shown = [
-        max(times)
+        at
         for kind in kinds
         if kind not in SHOWN_AT_THE_END
         for instance in anomalies.get(kind) or ()
-        if (times := op_times(instance))
+        if (at := _shown(instance)) is not None
     ]
     return round(min(shown) / 1e9, 1) if shown else None
+
+
+def _shown(instance: Any) -> int | None:
+    if isinstance(instance, dict) and isinstance(instance.get("evident"), int):
+        return int(instance["evident"])
+    times = op_times(instance)
+    return max(times) if times else None
 
 
 @dataclass(frozen=True)

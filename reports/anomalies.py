@@ -88,13 +88,20 @@ def instance_view(instance: Any) -> dict[str, Any]:
     if not isinstance(instance, Mapping):
         return {"explanation": short(instance, 300), "ops": [], "fields": {}}
     fields = {
-        k: short(v, 120) for k, v in instance.items() if k != "explanation" and not _holds_ops(v)
+        k: _field(k, v) for k, v in instance.items() if k != "explanation" and not _holds_ops(v)
     }
     return {
         "explanation": str(instance.get("explanation", "")),
         "ops": instance_ops(instance),
         "fields": fields,
     }
+
+
+def _field(name: str, value: Any) -> str:
+    """A field's text; ``evident``, when the anomaly became visible, in seconds."""
+    if name == "evident" and isinstance(value, int):
+        return f"{value / 1e9:.3f} s into the run"
+    return short(value, 120)
 
 
 def _holds_ops(v: Any) -> bool:

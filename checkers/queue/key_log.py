@@ -165,11 +165,15 @@ class KeyLog:
     # the version order -------------------------------------------------------
 
     @cached_property
-    def _versions(self) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct (offset, value) pairs, sorted: every poll of any op type, plus
+    def observed(self) -> np.ndarray:
+        """The rows the version order is made of: every poll of any op type, plus
         sends of ops that must have committed, where the offset is known."""
-        observed = self.has_offset & (self.is_poll | (self.is_send & self.committed))
-        offset, value = self.offset[observed], self.value[observed]
+        return self.has_offset & (self.is_poll | (self.is_send & self.committed))
+
+    @cached_property
+    def _versions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct (offset, value) pairs of the observed rows, sorted."""
+        offset, value = self.offset[self.observed], self.value[self.observed]
         order, new = distinct_pairs(offset, value)
         return offset[order][new], value[order][new]
 

@@ -38,6 +38,14 @@ def _observers(kl: KeyLog, rows: np.ndarray) -> list[Case]:
     return shown
 
 
+def _evident(kl: KeyLog, rows: np.ndarray, told_apart_by: np.ndarray) -> int:
+    """When the anomaly among ``rows`` (observed rows, at least two distinct
+    values of ``told_apart_by``) became visible, in ns: the earliest completion,
+    over those values, of the first row to observe each but the first."""
+    firsts = sorted(int(kl.time[rows][told_apart_by == v].min()) for v in np.unique(told_apart_by))
+    return firsts[1]
+
+
 def inconsistent_offsets(kl: KeyLog) -> Iterator[Case]:
     """Two different values observed at the same offset of a key.
 
@@ -49,11 +57,13 @@ def inconsistent_offsets(kl: KeyLog) -> Iterator[Case]:
     counts = ends - starts
     for s in starts[counts > 1]:
         offset = int(kl.v_offset[s])
+        seen = np.flatnonzero(kl.observed & (kl.offset == offset))
         yield {
             "key": kl.key,
             "offset": offset,
             "idx": int(kl.v_idx[s]),
             "values": sorted(int(v) for v in kl.v_value[kl.v_offset == offset]),
+            "evident": _evident(kl, seen, kl.value[seen]),
             "ops": _observers(kl, np.flatnonzero(kl.offset == offset)),
         }
 
@@ -64,11 +74,13 @@ def duplicate(kl: KeyLog) -> Iterator[Case]:
     for p in np.flatnonzero(kl.value_count > 1):
         value = int(kl.values[p])
         offsets = kl.value_offsets(value)
+        seen = np.flatnonzero(kl.observed & (kl.value == value))
         yield {
             "key": kl.key,
             "value": value,
             "offsets": offsets,
             "count": len(offsets),
+            "evident": _evident(kl, seen, kl.offset[seen]),
             "ops": _observers(kl, np.flatnonzero(kl.value == value)),
         }
 

@@ -28,7 +28,8 @@ def _drain(h: History, p: int, k: int, records: list[tuple[int, int]]) -> None:
 
 def inconsistent_offsets(h: History, k: int, p: int) -> None:
     h.txn(p, [send(k, 1, 0)])
-    _drain(h, p + 1, k, [(0, 2)])
+    _drain(h, p + 1, k, [(0, 2)])  # evident here
+    _drain(h, p + 2, k, [(0, 2)])
 
 
 def duplicate(h: History, k: int, p: int) -> None:

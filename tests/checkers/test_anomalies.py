@@ -46,6 +46,16 @@ def test_anomaly_is_found(anomalies, name: str) -> None:
         assert inst["explanation"] and str(key) in inst["explanation"]
 
 
+@pytest.mark.parametrize("kind", ["inconsistent-offsets", "duplicate"])
+def test_a_version_order_anomaly_says_when_it_became_evident(anomalies, kind: str) -> None:
+    """The first read of a second value at the offset (or of the value at a
+    second offset), not any later op that saw it again: where a shrink cuts."""
+    result, keys = anomalies
+    (inst,) = [i for i in result["anomalies"][kind] if i["key"] == keys[kind]]
+    first_poll = min(o["time"] for o in inst["ops"] if o["mop"] == "poll")
+    assert inst["evident"] == first_poll
+
+
 def test_anomaly_history_is_invalid(anomalies) -> None:
     result, _ = anomalies
     assert result["valid"] is False

@@ -166,12 +166,15 @@ def test_a_bug_that_needs_no_faults_but_time_is_shrunk_to_no_faults(
     ]
 
 
-def test_an_anomaly_shows_with_the_latest_op_of_its_first_instance() -> None:
+def test_an_anomaly_shows_when_its_checker_says_else_with_its_latest_op() -> None:
     read = {"ops": [{"time": 5_000_000_000}, {"time": 44_700_000_000}]}
     later = {"ops": [{"time": 1_000_000_000}, {"time": 60_000_000_000}]}
     unseen = {"messages": [{"writer": {"time": 3_100_000_000}}]}  # shows at the end
     results = {"anomalies": {"inconsistent-offsets": [later, read], "unseen": [unseen]}}
     assert evident_at(results, {"inconsistent-offsets", "unseen"}) == 44.7
+    told = {**later, "evident": 30_200_000_000}
+    results = {"anomalies": {"inconsistent-offsets": [told, read]}}
+    assert evident_at(results, {"inconsistent-offsets"}) == 30.2
     assert evident_at(results, {"unseen"}) is None
     assert evident_at({}, {"lost-write"}) is None
 

@@ -134,3 +134,10 @@ def test_counts_come_from_the_checker_totals() -> None:
     }
     (section,) = anomaly_sections(results)
     assert (section["count"], section["stored"], len(section["instances"])) == (40, 3, 3)
+
+
+def test_when_an_anomaly_became_evident_shows_in_seconds() -> None:
+    from reports.anomalies import instance_view
+
+    view = instance_view({"key": 3, "offset": 7, "evident": 12_345_600_000, "ops": [{"index": 4}]})
+    assert view["fields"] == {"key": "3", "offset": "7", "evident": "12.346 s into the run"}
