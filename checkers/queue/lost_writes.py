@@ -19,7 +19,8 @@ def lost_write(kl: KeyLog) -> Iterator[Case]:
     whose last index is at or below it must have been read. Only values whose
     writer must have committed count, and an info writer counts as committed
     once any of its sends was read: so a transaction that is only partly
-    visible (torn) shows up here too.
+    visible (torn) shows up here too. It is evident once it was acknowledged
+    and an OK poll had read its place or past it.
     """
     vp = kl.value_pos(kl.ok_read_values)
     vp = vp[vp >= 0]
@@ -31,8 +32,10 @@ def lost_write(kl: KeyLog) -> Iterator[Case]:
     first = reads[np.lexsort((kl.value[reads], kl.offset[reads], kl.index[reads]))[0]]
     candidates = np.flatnonzero((kl.value_last <= bound) & ~kl.was_ok_read(kl.values))
     writers = kl.writer_rows(kl.values[candidates])
+    ok_reads = np.flatnonzero(kl.is_poll & (kl.type == OK))
     for p, w in zip(candidates[writers >= 0], writers[writers >= 0], strict=True):
         value = int(kl.values[p])
+        passed = ok_reads[kl.idx[ok_reads] >= kl.value_last[p]]
         yield {
             "key": kl.key,
             "value": value,
@@ -42,6 +45,8 @@ def lost_write(kl: KeyLog) -> Iterator[Case]:
             "writer": kl.op_ref(int(w)),
             "max_read": kl.op_ref(int(first)),
             "max_offset": kl.offset_at(int(first)),
+            # acknowledged, and passed over by a read
+            "evident": max(int(kl.time[w]), int(kl.time[passed].min())),
         }
 
 

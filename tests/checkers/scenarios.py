@@ -40,7 +40,9 @@ def duplicate(h: History, k: int, p: int) -> None:
 def lost_write(h: History, k: int, p: int) -> None:
     h.txn(p, [send(k, 1, 0)])
     h.txn(p, [send(k, 2, 1)])
-    _drain(h, p + 1, k, [(1, 2)])
+    h.txn(p, [send(k, 3, 2)])
+    _drain(h, p + 1, k, [(1, 2)])  # evident here
+    _drain(h, p + 2, k, [(2, 3)])
 
 
 def torn_txn(h: History, k: int, p: int) -> None:

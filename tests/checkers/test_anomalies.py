@@ -56,6 +56,16 @@ def test_a_version_order_anomaly_says_when_it_became_evident(anomalies, kind: st
     assert inst["evident"] == first_poll
 
 
+def test_a_lost_write_is_evident_once_a_read_passed_it(anomalies) -> None:
+    """Not at the highest read, which the instance names: at the first read
+    past the lost value."""
+    result, keys = anomalies
+    (inst,) = [i for i in result["anomalies"]["lost-write"] if i["key"] == keys["lost-write"]]
+    assert inst["value"] == 1 and inst["max_offset"] == 2
+    # the drain before the highest read: an assign and a poll (1 ms a step) earlier
+    assert inst["evident"] == inst["max_read"]["time"] - 4_000_000
+
+
 def test_anomaly_history_is_invalid(anomalies) -> None:
     result, _ = anomalies
     assert result["valid"] is False
