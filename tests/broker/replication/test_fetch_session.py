@@ -17,14 +17,16 @@ from broker.config import TOPIC_KEYS
 from broker.errors import ErrorCode
 from broker.log.ledger import FsyncLedger
 from broker.log.log import Log
+from broker.protocol.codec import build_response
 from broker.replication.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     CachedPartition,
     FetchSessionCache,
 )
-from broker.replication.fetcher import FetchSessionState, _FetchState
+from broker.replication.fetcher import FetchSessionState, ReplicaFetchers, _FetchState
 from broker.replication.partition import ReplicatedPartition
+from broker.replication.peer_client import PeerError
 from broker.replication.replica_fetch import serve_replica_fetch
 from broker.server.topics import PartitionAssignment
 from tests.broker.batches import make_batch
@@ -209,3 +211,75 @@ def test_a_new_session_closes_the_one_it_replaces(leaders: Any) -> None:
             leaders, request(2, (session_id, INITIAL_EPOCH), [part(0, 1)]), sessions
         )["session_id"]
     assert len(sessions) == 1
+
+
+class WireToLeader:
+    """A follower's connection to the ``leaders`` fixture: each request is
+    served by the leader's session cache and answered as the kio response the
+    wire would carry; ``fail_next`` makes the next request a lost connection."""
+
+    def __init__(self, leaders: Any, sessions: FetchSessionCache) -> None:
+        self.leaders, self.sessions = leaders, sessions
+        self.fail_next = False
+        self.sent: list[Any] = []
+
+    async def request(self, req: Any, timeout: float) -> Any:
+        self.sent.append(req)
+        if self.fail_next:
+            self.fail_next = False
+            raise PeerError("connection reset")
+        return build_response(1, 12, await serve_replica_fetch(self.leaders, req, self.sessions))
+
+
+def test_a_follower_and_its_leader_keep_one_session_through_errors(
+    leaders: Any, tmp_path: Path
+) -> None:
+    """The follower's session state and the leader's cache together: records
+    and HWs arrive through incremental fetches; after a lost connection the
+    follower's full request closes its old session, and after the leader lost
+    its sessions (a restart) it starts from none."""
+    (tmp_path / "follower").mkdir()
+    ledger = FsyncLedger(tmp_path / "follower")
+    followed = {}
+    for index in (0, 1):
+        log = Log.open(tmp_path / "follower" / f"t-{index}", dict(DEFAULTS), ledger, clean=True)
+        followed[("t", index)] = ReplicatedPartition(
+            "t", index, log, PartitionAssignment([1, 2], 1, 0, [1, 2]), 2
+        )
+    fetchers = ReplicaFetchers(2, followed, lambda node: None)
+    fetchers._synced = {tp: 0 for tp in followed}  # already truncated where needed
+    sessions = FetchSessionCache()
+    wire = WireToLeader(leaders, sessions)
+
+    async def fetch_once() -> None:
+        await fetchers._fetch_once(wire, 1, fetchers.followed(1))  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        await fetch_once()  # full: the records
+        await fetch_once()  # incremental: the positions; the HWs come next
+        await fetch_once()
+        assert [p.log.next_offset for p in followed.values()] == [1, 1]
+        assert [p.high_watermark for p in followed.values()] == [1, 1]
+        assert len(wire.sent[-1].topics) == 0  # nothing changed, nothing named
+        (session_id,) = [s.id for s in fetchers._sessions.values()]
+        wire.fail_next = True
+        with pytest.raises(PeerError):
+            await fetch_once()
+        await fetch_once()
+        assert (wire.sent[-1].session_id, wire.sent[-1].session_epoch) == (session_id, 0)
+        assert len(sessions) == 1
+        sessions._sessions.clear()  # the leader restarted
+        await fetch_once()  # FETCH_SESSION_ID_NOT_FOUND
+        await fetch_once()
+        assert (wire.sent[-1].session_id, wire.sent[-1].session_epoch) == (0, 0)
+        leaders.partitions[("t", 1)].log.append(bytearray(make_batch([b"y"])), 0)
+        await fetch_once()
+        assert [p.log.next_offset for p in followed.values()] == [1, 2]
+        assert len(sessions) == 1
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for p in followed.values():
+            p.log.close()
+        ledger.close()
