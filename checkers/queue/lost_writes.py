@@ -19,8 +19,7 @@ def lost_write(kl: KeyLog) -> Iterator[Case]:
     whose last index is at or below it must have been read. Only values whose
     writer must have committed count, and an info writer counts as committed
     once any of its sends was read: so a transaction that is only partly
-    visible (torn) shows up here too. It is evident once it was acknowledged
-    and an OK poll had read its place or past it.
+    visible (torn) shows up here too.
     """
     vp = kl.value_pos(kl.ok_read_values)
     vp = vp[vp >= 0]
@@ -45,9 +44,18 @@ def lost_write(kl: KeyLog) -> Iterator[Case]:
             "writer": kl.op_ref(int(w)),
             "max_read": kl.op_ref(int(first)),
             "max_offset": kl.offset_at(int(first)),
-            # acknowledged, and passed over by a read
-            "evident": max(int(kl.time[w]), int(kl.time[passed].min())),
+            **_evident(kl, int(w), passed),
         }
+
+
+def _evident(kl: KeyLog, writer: int, passed: np.ndarray) -> dict[str, int]:
+    """When the loss became visible, as the field ``evident`` (ns): once the
+    write was acknowledged and an OK poll had read its place or past it. An
+    info writer is known to have committed only once a read proved it,
+    possibly on another key, so it gets no such field."""
+    if kl.type[writer] != OK:
+        return {}
+    return {"evident": max(int(kl.time[writer]), int(kl.time[passed].min()))}
 
 
 def _explain(c: Case) -> str:

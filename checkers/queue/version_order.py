@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from checkers.kind import Case, Kind, PerKey
-from checkers.queue.key_log import MOPS, TYPES, KeyLog, group_bounds
+from checkers.queue.key_log import INFO, MOPS, TYPES, KeyLog, group_bounds
 from checkers.wording import listed, op_name
 
 SHOWN_OPS = 8
@@ -38,12 +38,16 @@ def _observers(kl: KeyLog, rows: np.ndarray) -> list[Case]:
     return shown
 
 
-def _evident(kl: KeyLog, rows: np.ndarray, told_apart_by: np.ndarray) -> int:
-    """When the anomaly among ``rows`` (observed rows, at least two distinct
-    values of ``told_apart_by``) became visible, in ns: the earliest completion,
-    over those values, of the first row to observe each but the first."""
+def _evident(kl: KeyLog, rows: np.ndarray, told_apart_by: np.ndarray) -> dict[str, int]:
+    """When the anomaly among observed ``rows`` became visible, as the field
+    ``evident`` (ns): once two distinct values of ``told_apart_by`` had been
+    observed, by a poll or an acknowledged send. An info send's row counts
+    only once a read proved it, which may be on another key, so rows of info
+    sends are left out, and without two values left the field is too."""
+    known = ~(kl.is_send[rows] & (kl.type[rows] == INFO))
+    rows, told_apart_by = rows[known], told_apart_by[known]
     firsts = sorted(int(kl.time[rows][told_apart_by == v].min()) for v in np.unique(told_apart_by))
-    return firsts[1]
+    return {"evident": firsts[1]} if len(firsts) > 1 else {}
 
 
 def inconsistent_offsets(kl: KeyLog) -> Iterator[Case]:
@@ -63,7 +67,7 @@ def inconsistent_offsets(kl: KeyLog) -> Iterator[Case]:
             "offset": offset,
             "idx": int(kl.v_idx[s]),
             "values": sorted(int(v) for v in kl.v_value[kl.v_offset == offset]),
-            "evident": _evident(kl, seen, kl.value[seen]),
+            **_evident(kl, seen, kl.value[seen]),
             "ops": _observers(kl, np.flatnonzero(kl.offset == offset)),
         }
 
@@ -80,7 +84,7 @@ def duplicate(kl: KeyLog) -> Iterator[Case]:
             "value": value,
             "offsets": offsets,
             "count": len(offsets),
-            "evident": _evident(kl, seen, kl.offset[seen]),
+            **_evident(kl, seen, kl.offset[seen]),
             "ops": _observers(kl, np.flatnonzero(kl.value == value)),
         }
 

@@ -34,7 +34,8 @@ def inconsistent_offsets(h: History, k: int, p: int) -> None:
 
 def duplicate(h: History, k: int, p: int) -> None:
     h.txn(p, [send(k, 1, 0)])
-    _drain(h, p + 1, k, [(0, 1), (1, 1)])
+    _drain(h, p + 1, k, [(0, 1), (1, 1)])  # evident here
+    _drain(h, p + 2, k, [(1, 1)])
 
 
 def lost_write(h: History, k: int, p: int) -> None:
