@@ -95,7 +95,8 @@ class ReplicaFetchers:
                     continue
                 if connection is None or (connection.host, connection.port) != address:
                     connection = PeerConnection(*address, f"jepka-replica-{self.node_id}")
-                    self._sessions.pop(leader, None)
+                    if (session := self._sessions.get(leader)) is not None:
+                        session.reset()  # a new connection starts a new session
                 try:
                     await self._truncate_where_needed(connection, leader, parts)
                     await self._fetch_once(connection, leader, parts)

@@ -201,18 +201,6 @@ def test_the_followers_session_names_only_changes() -> None:
     assert (state.id, state.epoch) == (0, INITIAL_EPOCH)
 
 
-def test_a_new_session_closes_the_one_it_replaces(leaders: Any) -> None:
-    """A follower that starts over names its old session, so repeated resets
-    never fill the leader's cache."""
-    sessions = FetchSessionCache()
-    session_id = 0
-    for _ in range(3):
-        session_id = fetch(
-            leaders, request(2, (session_id, INITIAL_EPOCH), [part(0, 1)]), sessions
-        )["session_id"]
-    assert len(sessions) == 1
-
-
 class WireToLeader:
     """A follower's connection to the ``leaders`` fixture: each request is
     served by the leader's session cache and answered as the kio response the
