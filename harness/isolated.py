@@ -9,6 +9,8 @@ nothing it leaves behind can hold up its exit."""
 from __future__ import annotations
 
 import contextlib
+import faulthandler
+import io
 import logging
 import multiprocessing
 import os
@@ -89,8 +91,16 @@ def _signal_handled(signum: int, handler: Callable[[int, Any], None]) -> Iterato
         signal.signal(signum, previous)
 
 
+def dump_stacks_on_sigusr1() -> None:
+    """`kill -USR1 <pid>` prints every thread's stack: how a stuck client is
+    found. Needs a real stderr file (not so when embedded, e.g. under pytest)."""
+    with contextlib.suppress(io.UnsupportedOperation, AttributeError, ValueError, RuntimeError):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
 def _answer(fn: Callable[..., Any], args: tuple[Any, ...], send: Any, level: int) -> None:
     logging.basicConfig(level=level)
+    dump_stacks_on_sigusr1()
     try:
         try:
             answer: tuple[bool, Any] = (True, fn(*args))
