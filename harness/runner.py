@@ -24,7 +24,7 @@ from typing import Any
 
 import generator as gen
 from control.db.reference import cluster_settings
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import Cluster, ClusterError, ClusterSpec
 from harness.interpreter import Counts, Interpreter, Outcome
 from harness.protocols import NoopNemesis, ValidatingClient, ValidatingNemesis
 from harness.spec import SpecError, TestSpec
@@ -48,6 +48,11 @@ class RunState:
     counts: Counts = field(default_factory=Counts)
     faults: dict[str, Any] = field(default_factory=dict)
     run_dir: RunDir | None = None
+
+
+class RunEndedBadly(ClusterError):
+    """A run made in a process of its own ended without its result (it
+    crashed or was killed); what it stored is still in its run directory."""
 
 
 @dataclass

@@ -11,16 +11,13 @@ valid, 1 invalid, 2 unknown (worst over ``--test-count`` runs).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import faulthandler
-import io
-import signal
 import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from harness.cli import ExitCode, UsageError, describe
+from harness.isolated import dump_stacks_on_sigusr1
 from harness.spec import OPTIONS, SpecError, TestSpec, load_config, resolve
 
 if TYPE_CHECKING:
@@ -70,8 +67,9 @@ def _joined(value: Any) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
-    _dump_stacks_on_sigusr1()
+    dump_stacks_on_sigusr1()
     from harness.cluster import ClusterError
+    from harness.runner import RunEndedBadly
     from nemesis.base import NemesisError
 
     run = run_shown if spec.test_count == 1 else run_apart
@@ -80,21 +78,24 @@ def _run(args: argparse.Namespace) -> int:
         one = spec.with_seed(spec.seed + i)
         try:
             result = run(one)
+        except RunEndedBadly as e:  # this test's verdict is unknown; the series goes on
+            print(f"jepka test: {e}", file=sys.stderr)
+            code = ExitCode.UNKNOWN
         except (SpecError, ClusterError, NemesisError) as e:
             raise UsageError(str(e)) from None
-        code = result.exit_code
-        if code == ExitCode.INVALID or (code == ExitCode.UNKNOWN and worst == ExitCode.VALID):
-            worst = ExitCode(code)
-        if _interrupted(result):
-            break  # Ctrl-C ends the series, not just this test
+        else:
+            code = ExitCode(result.exit_code)
+            if _interrupted(result):
+                return int(_worse(worst, code))  # Ctrl-C ends the series
+        worst = _worse(worst, code)
     return int(worst)
 
 
-def _dump_stacks_on_sigusr1() -> None:
-    """`kill -USR1 <pid>` prints every thread's stack: how a stuck client is
-    found. Needs a real stderr file (not so when embedded, e.g. under pytest)."""
-    with contextlib.suppress(io.UnsupportedOperation, AttributeError, ValueError, RuntimeError):
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+def _worse(worst: ExitCode, code: ExitCode) -> ExitCode:
+    """Jepsen's order of a series' verdicts: invalid, then unknown, then valid."""
+    if code == ExitCode.INVALID or (code == ExitCode.UNKNOWN and worst == ExitCode.VALID):
+        return code
+    return worst
 
 
 def run_shown(spec: TestSpec, origin: Origin | None = None) -> RunResult:
@@ -117,16 +118,17 @@ def run_apart(spec: TestSpec, origin: Origin | None = None, *, shown: bool = Tru
     display or not: of runs made one after another by one command (replay,
     shrink, detect), none meets the threads a stuck librdkafka call left to a
     run before it. Ctrl-C comes back as the run's interrupted outcome."""
-    from harness.cluster import ClusterError
     from harness.isolated import NoAnswer, call_isolated
-    from harness.runner import run_test
+    from harness.runner import RunEndedBadly, run_test
 
     try:
         if shown:
             return call_isolated(run_shown, spec, origin, says_interrupted=_interrupted)
         return call_isolated(run_test, spec, None, None, origin, says_interrupted=_interrupted)
     except NoAnswer as e:
-        raise ClusterError(f"{spec.test_name}: the run ended badly: {e}") from None
+        raise RunEndedBadly(
+            f"{spec.test_name} (seed {spec.seed}): the run ended badly: {e}"
+        ) from None
 
 
 def _interrupted(result: RunResult) -> bool:

@@ -127,24 +127,30 @@ def test_ssh_settings_reach_the_backend() -> None:
 
 
 def test_a_series_runs_each_seed_apart_and_ctrl_c_ends_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``--test-count`` runs each test in a process of its own and exits with the
-    worst verdict; a test cut short by Ctrl-C is the series' last."""
+    worst verdict; a test whose process died counts as unknown, and a test
+    cut short by Ctrl-C is the series' last."""
     from harness.cli import main
     from harness.cli import test as cli_test
     from harness.interpreter import Outcome
-    from harness.runner import RunResult
+    from harness.runner import RunEndedBadly, RunResult
     from harness.store import RunDir
 
-    verdicts = {1: True, 2: False, 3: None, 4: True}
+    verdicts = {1: True, 3: None, 4: True}
     seeds: list[int] = []
 
     def run_apart(spec, origin=None):  # type: ignore[no-untyped-def]
         seeds.append(spec.seed)
-        outcome = Outcome(1, interrupted=spec.seed == 3, abandoned=0)
+        if spec.seed == 2:
+            raise RunEndedBadly("queue (seed 2): the run ended badly")
+        outcome = Outcome(1, interrupted=spec.seed == 4, abandoned=0)
         return RunResult(RunDir(tmp_path), {"valid": verdicts[spec.seed]}, outcome)
 
     monkeypatch.setattr(cli_test, "run_apart", run_apart)
-    assert main(["test", "--seed", "1", "--test-count", "4"]) == 1
-    assert seeds == [1, 2, 3]
+    assert main(["test", "--seed", "1", "--test-count", "5"]) == 2
+    assert seeds == [1, 2, 3, 4]
+    assert "seed 2" in capsys.readouterr().err
+    verdicts[4] = False  # an invalid test cut short still counts
+    assert main(["test", "--seed", "1", "--test-count", "5"]) == 1
