@@ -156,3 +156,14 @@ def test_the_process_logs_at_this_ones_level() -> None:
         assert call_isolated(log_level) == logging.DEBUG
     finally:
         root.setLevel(before)
+
+
+def signal_self(signum: int) -> str:
+    os.kill(os.getpid(), signum)
+    return "still here"
+
+
+def test_sigusr1_prints_stacks_and_the_run_goes_on() -> None:
+    """How a stuck run's threads are found; unregistered, the signal would
+    kill the process before its heal."""
+    assert call_isolated(signal_self, signal.SIGUSR1) == "still here"
