@@ -183,12 +183,13 @@ class Interpreter:
         for thread, op in list(self._running.items()):
             if now - op["time"] < self.op_timeout_ns:
                 continue
+            where = stuck_in(self._current[thread])
             log.warning(
                 "process %s: %s got no answer in %.0f s; recorded as unknown (stuck in %s)",
                 op["process"],
                 op["f"],
                 timeout_s,
-                stuck_in(self._current[thread]),
+                where,
             )
             self._inboxes[thread].put(STOP)  # the stuck worker exits if it ever returns
             self._spawn(thread)
@@ -196,6 +197,7 @@ class Interpreter:
                 **op,
                 "type": "info",
                 "error": f"timeout: no answer in {timeout_s:g} s",
+                "stuck_in": where,  # kept in the history, to trace the stall later
                 "end_process": True,
             }
             ctx, gen = self._complete(ctx, gen, ((thread, self._worker_ids[thread]), done))

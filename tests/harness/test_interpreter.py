@@ -234,6 +234,10 @@ def test_a_client_call_that_never_returns_times_out_as_info(
     assert [(o["value"], o["type"]) for o in done] == [(0, "ok"), (1, "info"), (2, "ok"), (3, "ok")]
     assert done[1]["error"] == "timeout: no answer in 0.3 s"
     assert "stuck in wait" in caplog.text and "<- invoke (test_interpreter.py:" in caplog.text
+    assert (
+        done[1]["stuck_in"].startswith("wait (")
+        and "<- invoke (test_interpreter.py:" in done[1]["stuck_in"]
+    )
     assert [o["process"] for o in done] == [0, 0, 1, 1]  # a fresh process after the timeout
 
 
