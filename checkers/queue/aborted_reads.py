@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from checkers.kind import Case, Kind, PerKey
-from checkers.queue.key_log import FAIL, OK, KeyLog, equi_join, pair_codes
+from checkers.queue.key_log import FAIL, KeyLog, equi_join, pair_codes
 from checkers.wording import at_offset, op_name
 
 
@@ -16,7 +16,7 @@ def g1a(kl: KeyLog) -> Iterator[Case]:
     failed. A read_committed consumer must never see an aborted transaction's
     records."""
     failed = np.flatnonzero(kl.is_send & (kl.type == FAIL))
-    reads = np.flatnonzero(kl.is_poll & (kl.type == OK) & np.isin(kl.value, kl.value[failed]))
+    reads = kl.ok_polls[np.isin(kl.value[kl.ok_polls], kl.value[failed])]
     i, j = equi_join(kl.value[reads], kl.value[failed])
     for r, w in zip(reads[i], failed[j], strict=True):
         yield {

@@ -113,6 +113,11 @@ class KeyLog:
         return len(self.index)
 
     @cached_property
+    def ok_polls(self) -> np.ndarray:
+        """The rows of records OK polls read."""
+        return np.flatnonzero(self.is_poll & (self.type == OK))
+
+    @cached_property
     def seen_here(self) -> np.ndarray:
         """Info ops an OK poll of this key saw a send of (Jepsen's
         must-have-committed?), sorted.
@@ -128,7 +133,7 @@ class KeyLog:
         sent, senders = np.unique(self.value[sends][order][new], return_counts=True)
         one_sender = senders[np.searchsorted(sent, self.value[info])] == 1
         by_value = one_sender | ~self.has_offset[info]
-        reads = np.flatnonzero(self.is_poll & (self.type == OK))
+        reads = self.ok_polls
         mine, theirs = pair_codes(
             (self.value[info], self.offset[info]), (self.value[reads], self.offset[reads])
         )
@@ -249,7 +254,7 @@ class KeyLog:
     @cached_property
     def ok_read_values(self) -> np.ndarray:
         """Distinct values some OK op polled (sorted)."""
-        return np.unique(self.value[self.is_poll & (self.type == OK)])
+        return np.unique(self.value[self.ok_polls])
 
     def was_ok_read(self, values: np.ndarray) -> np.ndarray:
         return np.isin(values, self.ok_read_values)

@@ -27,14 +27,13 @@ def lost_write(kl: KeyLog) -> Iterator[Case]:
         return
     bound = int(kl.value_first[vp].max())
     at_bound = kl.values[vp][kl.value_first[vp] == bound]
-    reads = np.flatnonzero(kl.is_poll & (kl.type == OK) & np.isin(kl.value, at_bound))
+    reads = kl.ok_polls[np.isin(kl.value[kl.ok_polls], at_bound)]
     first = reads[np.lexsort((kl.value[reads], kl.offset[reads], kl.index[reads]))[0]]
     candidates = np.flatnonzero((kl.value_last <= bound) & ~kl.was_ok_read(kl.values))
     writers = kl.writer_rows(kl.values[candidates])
-    ok_reads = np.flatnonzero(kl.is_poll & (kl.type == OK))
     for p, w in zip(candidates[writers >= 0], writers[writers >= 0], strict=True):
         value = int(kl.values[p])
-        passed = ok_reads[kl.idx[ok_reads] >= kl.value_last[p]]
+        passed = kl.ok_polls[kl.idx[kl.ok_polls] >= kl.value_last[p]]
         yield {
             "key": kl.key,
             "value": value,

@@ -46,7 +46,7 @@ def unseen_deltas(kl: KeyLog, timeline: Timeline) -> tuple[np.ndarray, np.ndarra
     returned it completes (not at all if that poll came first).
     """
     sends = np.flatnonzero(kl.is_send & (kl.type == OK))
-    reads = np.flatnonzero(kl.is_poll & (kl.type == OK))
+    reads = kl.ok_polls
     order = np.lexsort((kl.time[reads], kl.value[reads]))
     rv, rt = kl.value[reads][order], kl.time[reads][order]
     first = np.r_[True, rv[1:] != rv[:-1]] if len(rv) else np.empty(0, bool)
