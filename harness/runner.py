@@ -272,6 +272,8 @@ def run_test(
             concurrency=spec.concurrency,
             journal=journal,
             nodes=[n.name for n in cluster.brokers] if cluster else ["external"],
+            # the main phase's bound on one op; the final phase sets its own
+            op_timeout_s=workload.client.config.longest_op_s,
         )
         # the wall clock at the history's time 0: the report places the
         # brokers' own log lines in the run's seconds

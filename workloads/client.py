@@ -70,6 +70,14 @@ class ClientConfig:
     #: TLS, timeouts), over jepka's own
     properties: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def longest_op_s(self) -> float:
+        """How long one op may take before the harness records it as unknown:
+        the transaction timeout, past which the coordinator aborts the op's
+        transaction anyway. Some calls have no timeout of their own (a
+        synchronous offset commit waits while no coordinator answers)."""
+        return self.op_timeout_s * 3
+
     def admin_conf(self) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap, "logger": LIBRDKAFKA_LOG, **self.properties}
 
@@ -87,7 +95,7 @@ class ClientConfig:
         }
         if self.transactional:
             conf["transactional.id"] = f"{self.txn_id_prefix}-{process}"
-            conf["transaction.timeout.ms"] = int(self.op_timeout_s * 1000 * 3)
+            conf["transaction.timeout.ms"] = int(self.longest_op_s * 1000)
         return {**conf, **self.properties}
 
     def consumer_conf(self) -> dict[str, Any]:
