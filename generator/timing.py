@@ -124,9 +124,10 @@ def log(message: str) -> Generator:
 
 
 def op_timeout(dt: float) -> Generator:
-    """From here on, an op without an answer after ``dt`` seconds completes
-    ``info`` (a pseudo-op the history never shows): the final reads must not
-    wait out a main-phase budget for one client stuck in its library."""
+    """From here on, a client op without an answer after ``dt`` seconds
+    completes ``info`` (a pseudo-op the history never shows): the final reads
+    must not wait out a main-phase budget for one client stuck in its
+    library. Nemesis ops keep the interpreter's own bound."""
     return OneOp({"type": "op-timeout", "value": seconds(dt)})
 
 

@@ -81,6 +81,7 @@ class Interpreter:
         start_ns: int | None = None,
         drain_timeout_s: float = 10.0,
         op_timeout_s: float = 60.0,
+        nemesis_timeout_s: float = 60.0,
         close_timeout_s: float = 10.0,
     ) -> None:
         if concurrency < 1:
@@ -99,6 +100,9 @@ class Interpreter:
         # process, as Jepsen's client/timeout does. The stuck call is left to
         # finish (or not) on its daemon thread; its answer is then ignored.
         self.op_timeout_ns = int(op_timeout_s * 1e9)
+        # a nemesis op has its own bound: a restart waits up to a minute for
+        # its brokers, and a second nemesis worker must not start beside it
+        self.nemesis_timeout_ns = int(nemesis_timeout_s * 1e9)
         self.stop = threading.Event()
         self.counts = Counts()
         self._completions: queue.SimpleQueue[tuple[Any, OpDict | None]] = queue.SimpleQueue()
@@ -177,12 +181,13 @@ class Interpreter:
         self._current[thread] = worker_thread
 
     def _time_out(self, ctx: Context, gen: Any) -> tuple[Context, Any]:
-        """Completes ops running longer than the op timeout as ``info``."""
+        """Completes ops running longer than their timeout as ``info``."""
         now = self.now()
-        timeout_s = self.op_timeout_ns / 1e9
         for thread, op in list(self._running.items()):
-            if now - op["time"] < self.op_timeout_ns:
+            limit_ns = self.nemesis_timeout_ns if thread == NEMESIS else self.op_timeout_ns
+            if now - op["time"] < limit_ns:
                 continue
+            timeout_s = limit_ns / 1e9
             where = stuck_in(self._current[thread])
             log.warning(
                 "process %s: %s got no answer in %.0f s; recorded as unknown (stuck in %s)",

@@ -72,10 +72,12 @@ class ClientConfig:
 
     @property
     def longest_op_s(self) -> float:
-        """How long one op may take before the harness records it as unknown:
-        the transaction timeout, past which the coordinator aborts the op's
-        transaction anyway. Some calls have no timeout of their own (a
-        synchronous offset commit waits while no coordinator answers)."""
+        """How long one client op may run before the harness records it as
+        unknown: three client op timeouts, also the producers'
+        ``transaction.timeout.ms``. A synchronous offset commit has no
+        timeout of its own; one blocked that long waits for a coordinator
+        the member's heartbeats cannot reach either, so its 6 s session has
+        expired and a commit arriving later is refused (an old generation)."""
         return self.op_timeout_s * 3
 
     def admin_conf(self) -> dict[str, Any]:

@@ -289,6 +289,43 @@ def test_an_op_timeout_pseudo_op_sets_the_timeout_for_the_ops_after_it() -> None
     assert all(o["type"] != "op-timeout" for o in history)  # never in the history
 
 
+class SlowNemesis(NoopNemesis):
+    """Takes ``seconds[value]`` to carry out an op, as a restart waiting for
+    its brokers does."""
+
+    def __init__(self, seconds: dict[str, float]) -> None:
+        self.seconds = seconds
+
+    def invoke(self, test: Any, op: dict) -> dict:
+        time.sleep(self.seconds[op["value"]])
+        return {**op, "type": "info"}
+
+
+def test_a_nemesis_op_has_its_own_timeout() -> None:
+    history: list[dict] = []
+    it = Interpreter(
+        {},
+        g.phases(
+            g.on_nemesis([{"f": "start", "value": "slow"}, {"f": "start", "value": "stuck"}]),
+            g.on_clients([{"f": "w", "value": 0}]),
+        ),
+        client=NoopClient(),
+        nemesis=SlowNemesis({"slow": 0.6, "stuck": 5}),
+        concurrency=1,
+        journal=history.append,
+        op_timeout_s=0.2,  # a client op's bound is not the nemesis's
+        nemesis_timeout_s=1.5,
+        close_timeout_s=0.1,
+    )
+    it.run()
+    check_well_formed(history)
+    done = [o for o in history if o["type"] != "invoke" and o["process"] == "nemesis"]
+    assert [(o["value"], o.get("error")) for o in done] == [
+        ("slow", None),
+        ("stuck", "timeout: no answer in 1.5 s"),
+    ]
+
+
 class Closing(NoopClient):
     """Records each client it opens, and whether that client was closed; a
     close takes a moment, as a Kafka client's does."""
