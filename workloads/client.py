@@ -76,8 +76,9 @@ class ClientConfig:
         unknown: three client op timeouts, also the producers'
         ``transaction.timeout.ms``. A synchronous offset commit has no
         timeout of its own; one blocked that long waits for a coordinator
-        the member's heartbeats cannot reach either, so its 6 s session has
-        expired and a commit arriving later is refused (an old generation)."""
+        the member's heartbeats cannot reach either, so its session
+        (``session.timeout.ms`` below) has expired and a commit arriving later
+        is refused (an old generation)."""
         return self.op_timeout_s * 3
 
     def admin_conf(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ def g1a(kl: KeyLog) -> Iterator[Case]:
     failed. A read_committed consumer must never see an aborted transaction's
     records."""
     failed = np.flatnonzero(kl.is_send & (kl.type == FAIL))
-    reads = kl.ok_polls[np.isin(kl.value[kl.ok_polls], kl.value[failed])]
+    reads = kl.ok_polls_of(kl.value[failed])
     i, j = equi_join(kl.value[reads], kl.value[failed])
     for r, w in zip(reads[i], failed[j], strict=True):
         yield {

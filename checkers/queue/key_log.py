@@ -117,6 +117,10 @@ class KeyLog:
         """The rows of records OK polls read."""
         return np.flatnonzero(self.is_poll & (self.type == OK))
 
+    def ok_polls_of(self, values: np.ndarray) -> np.ndarray:
+        """The rows of records OK polls read with one of ``values``."""
+        return self.ok_polls[np.isin(self.value[self.ok_polls], values)]
+
     @cached_property
     def seen_here(self) -> np.ndarray:
         """Info ops an OK poll of this key saw a send of (Jepsen's

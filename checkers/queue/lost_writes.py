@@ -27,7 +27,7 @@ def lost_write(kl: KeyLog) -> Iterator[Case]:
         return
     bound = int(kl.value_first[vp].max())
     at_bound = kl.values[vp][kl.value_first[vp] == bound]
-    reads = kl.ok_polls[np.isin(kl.value[kl.ok_polls], at_bound)]
+    reads = kl.ok_polls_of(at_bound)
     first = reads[np.lexsort((kl.value[reads], kl.offset[reads], kl.index[reads]))[0]]
     candidates = np.flatnonzero((kl.value_last <= bound) & ~kl.was_ok_read(kl.values))
     writers = kl.writer_rows(kl.values[candidates])
