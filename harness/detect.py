@@ -9,7 +9,8 @@ as the acks its producers use), and the workloads the correct broker runs
 draws its seed at run time and appends one JSON line to a results file, so
 runs made at different times add up; the table is computed from that file
 alone, from the lines of the invocations as the detection file has them
-now (each line carries a hash of its settings).
+now (each line carries a hash of its settings), each judged by the kinds
+the file names now.
 """
 
 from __future__ import annotations
@@ -232,17 +233,25 @@ def utc(text: str) -> datetime:
 
 
 def table(
-    lines: list[dict[str, Any]], configs: Iterable[str] | None = None
+    lines: list[dict[str, Any]], judged: Mapping[str, tuple[str, ...]] | None = None
 ) -> tuple[list[list[str]], list[list[str]]]:
     """The two tables: per bug mode (runs, found, rate, kinds seen, median
     time to the first anomaly) and per workload on the correct broker (runs,
-    false alarms, and their kinds); of the lines of ``configs`` only, when
-    given (the detection file as it is now)."""
+    false alarms, and their kinds). With ``judged`` (each configuration of
+    the detection file as it is now, and the kinds that count as finding its
+    bug), only those configurations' lines count, and each is judged by the
+    kinds its run saw against the kinds named now, so a bug mode's kinds can
+    change without its older runs telling another story; without it, each
+    line is judged as it was when written."""
     bugs: dict[str, list[dict[str, Any]]] = {}
     correct: dict[str, list[dict[str, Any]]] = {}
-    for line in of_configs(lines, configs):
+    for line in of_configs(lines, judged):
         if line["valid"] == "crashed":  # no verdict: counted apart (crashes())
             continue
+        if judged is not None and line["bug"] != CORRECT:
+            anomalies = judged[line["config"]]
+            detected = bool(set(anomalies) & set(line["kinds"]))
+            line = {**line, "anomalies": list(anomalies), "detected": detected}
         into = correct if line["bug"] == CORRECT else bugs
         if line["bug"] == CORRECT:  # by its name in the file: the workload, or its own
             key = line.get("name", f"{CORRECT}-{line['workload']}").removeprefix(f"{CORRECT}-")

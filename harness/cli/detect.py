@@ -97,10 +97,10 @@ def run(args: argparse.Namespace) -> int:
                     flush=True,
                 )
         changes = {"time_limit": args.time_limit}
-        configs = [i.config(changes) for i in load(args.suite)]
+        judged = {i.config(changes): i.anomalies for i in load(args.suite)}
         lines = [x for x in read_results(args.results) if since is None or utc(x["at"]) >= since]
-        bug_rows, correct_rows = table(lines, configs)
-        crashed_runs = crashes(lines, configs)
+        bug_rows, correct_rows = table(lines, judged)
+        crashed_runs = crashes(lines, judged)
     except SpecError as e:
         raise UsageError(str(e)) from None
     after = f", runs since {since:%Y-%m-%dT%H:%M:%S}Z" if since else ""

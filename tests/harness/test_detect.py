@@ -150,8 +150,25 @@ def test_the_table_counts_found_runs_kinds_and_false_alarms() -> None:
         ["early-ack", "queue", "lost-write", "2 of 3", "67%", "lost-write 2, unseen 2", "6.5 s"]
     ]
     assert correct == [["queue", "1", "0", "1", "none"], ["txn", "2", "1", "0", "G1c"]]
-    assert table(lines, configs=["another"]) == ([], [])
+    assert table(lines, {"another": ()}) == ([], [])
     assert outcome(lines[4]) == "FALSE ALARM" and outcome(lines[1]) == "missed"
+
+
+def test_the_table_judges_old_runs_by_the_kinds_named_now() -> None:
+    old = {"bug": "no-dedup", "workload": "idempotence", "valid": False, "config": "c",
+           "anomalies": ["duplicate"]}  # fmt: skip
+    lines = [
+        {**old, "kinds": ["G1a"], "detected": False},
+        {**old, "kinds": ["duplicate"], "detected": True, "first_s": 3.0},
+        {**old, "kinds": ["unseen"], "detected": False},
+    ]
+    bugs, _ = table(lines, {"c": ("G1a", "duplicate")})
+    assert bugs == [
+        ["no-dedup", "idempotence", "G1a or duplicate", "2 of 3", "67%",
+         "G1a 1, duplicate 1, unseen 1", "3.0 s"]
+    ]  # fmt: skip
+    assert table(lines)[0][0][2:4] == ["duplicate", "1 of 3"]
+    assert table(lines, {"another": ("G1a",)}) == ([], [])
 
 
 def test_the_first_anomaly_is_its_earliest_op() -> None:
