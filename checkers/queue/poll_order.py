@@ -6,7 +6,8 @@ rebalance of that key, or a rollback may move. Per process and key, the scan
 resets at each of those; a failed (or crashed) transaction's polls must be
 rewound by the next op, which must start at or before the first record the
 failed op polled. A poll that goes back after its consumer logged an offset
-reset of the key (``checkers.queue.resets``) is reported but allowed.
+reset of the key (``checkers.queue.resets``), on it or on an op since the one
+it is compared with, is reported but allowed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 from checkers.kind import Case, Kind, PerKey
 from checkers.queue.context import PROCESS_SHIFT
 from checkers.queue.key_log import FAIL, NONE, OK, KeyLog, group_bounds
-from checkers.queue.resets import MOVED, explain_reset, reset_of
+from checkers.queue.resets import MOVED, explain_reset, reset_since
 from checkers.queue.skipped import explain_skipped, skipped
 from checkers.wording import at_offset, op_name
 
@@ -104,7 +105,7 @@ class PollDeltas:
         for k in np.flatnonzero(delta > 1 if skips else (delta < 1) & jd["read"]):
             r, ref_idx, seg = int(jd["r"][k]), int(jd["ref_idx"][k]), int(jd["seg"][k])
             via = kl.ctx.resets.f[seg] if seg >= 0 else None
-            reset = reset_of(kl, int(kl.index[r]))
+            reset = reset_since(kl, int(kl.index[jd["ref_last"][k]]), int(kl.index[r]))
             case = {
                 "key": kl.key,
                 "delta": int(delta[k]),

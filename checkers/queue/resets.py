@@ -2,11 +2,14 @@
 
 librdkafka moves a position back by itself when a fetch is out of range
 (``auto.offset.reset``); jepka's client logs each such move on the op that
-polled past it. A poll that goes back where its consumer logged a reset is
-reported, but allowed: the client did not read out of order, it was moved.
+polled past it. A poll that goes back where its consumer logged a reset, on
+that op or on one since the poll it is compared with, is reported, but
+allowed: the client did not read out of order, it was moved.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from checkers.kind import Allowance, Case
 from checkers.queue.key_log import KeyLog
@@ -22,6 +25,21 @@ MOVED = Allowance(
 def reset_of(kl: KeyLog, index: int) -> dict[str, int] | None:
     """The first reset of this key that op ``index``'s consumer logged, or None."""
     return kl.ctx.offset_resets.get(kl.key, {}).get(index)
+
+
+def reset_since(kl: KeyLog, after: int, index: int) -> dict[str, int] | None:
+    """The first reset of this key that op ``index``'s consumer logged on one
+    of its ops after op ``after``, up to ``index`` itself: a reset logged on
+    a failed transaction between two polls moved the position the next poll
+    starts from too."""
+    logged = kl.ctx.offset_resets.get(kl.key, {})
+    between = np.array(sorted(i for i in logged if after < i <= index), np.int64)
+    if len(between) == 0:
+        return None
+    ops = kl.ctx.ops
+    process = ops.process[ops.rows(np.r_[between, index])]
+    mine = between[process[:-1] == process[-1]]
+    return logged[int(mine[0])] if len(mine) else None
 
 
 def explain_reset(c: Case) -> str:

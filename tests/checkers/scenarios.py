@@ -270,6 +270,17 @@ def logged_offset_reset(h: History, k: int, p: int) -> None:
     h.txn(p + 1, [poll({k: [(1, 2)]}), poll({k: [(0, 1), (1, 2)]})], offset_resets=reset)
 
 
+def offset_reset_on_a_failed_op(h: History, k: int, p: int) -> None:
+    """The reset logged on a failed transaction between two OK polls: the
+    second, going back, is reported but allowed too."""
+    h.txn(p, [send(k, 1, 0), send(k, 2, 1)])
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1), (1, 2)]})])
+    reset = [{"key": k, "from": 2, "to": 0}]
+    h.txn(p + 1, [poll({k: [(0, 1)]})], op_type="fail", offset_resets=reset)
+    h.txn(p + 1, [poll({k: [(0, 1), (1, 2)]})])
+
+
 NEAR_MISSES: dict[str, Scenario] = {
     "inconsistent-offsets": near_inconsistent_offsets,
     "duplicate": near_duplicate,

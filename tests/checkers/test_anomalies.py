@@ -20,6 +20,7 @@ NEAR = {
     **scenarios.NEAR_MISSES,
     "subscribed-poll-skip": scenarios.subscribed_poll_skip,
     "logged-offset-reset": scenarios.logged_offset_reset,
+    "offset-reset-on-a-failed-op": scenarios.offset_reset_on_a_failed_op,
 }
 
 
@@ -99,11 +100,19 @@ def test_subscribed_poll_skip_is_reported_but_allowed(near_misses) -> None:
 @pytest.mark.parametrize("kind", ["nonmonotonic-poll", "int-nonmonotonic-poll"])
 def test_a_logged_offset_reset_is_reported_but_allowed(near_misses, kind: str) -> None:
     result, keys = near_misses
-    (inst,) = result["anomalies"][kind]
-    assert inst["key"] == keys["logged-offset-reset"] and inst["allowed"] is True
+    (inst,) = [i for i in result["anomalies"][kind] if i["key"] == keys["logged-offset-reset"]]
+    assert inst["allowed"] is True
     assert inst["reset"] == {"from": 2, "to": 0}
     assert "offset reset of key" in inst["explanation"]
     assert "offset reset" in result["allowed_why"][kind]
+
+
+def test_a_reset_logged_on_a_failed_op_between_allows_going_back(near_misses) -> None:
+    result, keys = near_misses
+    k = keys["offset-reset-on-a-failed-op"]
+    (inst,) = [i for i in result["anomalies"]["nonmonotonic-poll"] if i["key"] == k]
+    assert inst["allowed"] is True and inst["reset"] == {"from": 2, "to": 0}
+    assert inst["mode"] == "read" and inst["prev_op"]["type"] == "ok"
 
 
 def test_explanations_name_ops(anomalies) -> None:
