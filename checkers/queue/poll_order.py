@@ -7,7 +7,8 @@ resets at each of those; a failed (or crashed) transaction's polls must be
 rewound by the next op, which must start at or before the first record the
 failed op polled. A poll that goes back after its consumer logged an offset
 reset of the key (``checkers.queue.resets``), on it or on an op since the one
-it is compared with, is reported but allowed.
+it is compared with, is reported but allowed; a skip only after one logged
+on the op itself.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from checkers.kind import Case, Kind, PerKey
 from checkers.queue.context import PROCESS_SHIFT
 from checkers.queue.key_log import FAIL, NONE, OK, KeyLog, group_bounds
-from checkers.queue.resets import MOVED, explain_reset, reset_since
+from checkers.queue.resets import MOVED, explain_reset, reset_of, reset_since
 from checkers.queue.skipped import explain_skipped, skipped
 from checkers.wording import at_offset, op_name
 
@@ -105,7 +106,14 @@ class PollDeltas:
         for k in np.flatnonzero(delta > 1 if skips else (delta < 1) & jd["read"]):
             r, ref_idx, seg = int(jd["r"][k]), int(jd["ref_idx"][k]), int(jd["seg"][k])
             via = kl.ctx.resets.f[seg] if seg >= 0 else None
-            reset = reset_since(kl, int(kl.index[jd["ref_last"][k]]), int(kl.index[r]))
+            # a reset only moves a position back: it may explain going back, never a skip
+            reset = (
+                reset_of(kl, int(kl.index[r]))
+                if skips
+                else reset_since(
+                    kl, int(kl.index[jd["ref_last"][k]]), int(kl.index[r]), kl.offset_at(r)
+                )
+            )
             case = {
                 "key": kl.key,
                 "delta": int(delta[k]),
@@ -143,7 +151,8 @@ def nonmonotonic_poll(kl: KeyLog) -> Iterator[Case]:
     """A process's poll of a key starts at or before a record its previous OK
     poll already returned, with nothing in between that could move it back.
     Allowed for keys the process consumes via subscribe, and where the op's
-    consumer logged an offset reset of the key."""
+    consumer logged an offset reset of the key that moved it back there
+    (``checkers.queue.resets.reset_since``)."""
     return _deltas(kl).cases(skips=False)
 
 

@@ -27,19 +27,31 @@ def reset_of(kl: KeyLog, index: int) -> dict[str, int] | None:
     return kl.ctx.offset_resets.get(kl.key, {}).get(index)
 
 
-def reset_since(kl: KeyLog, after: int, index: int) -> dict[str, int] | None:
-    """The first reset of this key that op ``index``'s consumer logged on one
-    of its ops after op ``after``, up to ``index`` itself: a reset logged on
-    a failed transaction between two polls moved the position the next poll
-    starts from too."""
+def reset_since(kl: KeyLog, after: int, index: int, start: int | None) -> dict[str, int] | None:
+    """The reset of this key that explains op ``index`` starting back at
+    offset ``start`` after op ``after``'s poll: one its consumer logged on
+    op ``index`` itself, else the earliest it logged on an op in between
+    from which the position came back to ``start``. A failed transaction is
+    rolled back to the first record of the key it polled, so its reset
+    counts when that record is at or past the reset's target (the reset came
+    first) and at or before ``start``; one that polled nothing of the key
+    left the position where the reset put it. Such a reset names its op."""
+    own = reset_of(kl, index)
+    if own is not None:
+        return own
     logged = kl.ctx.offset_resets.get(kl.key, {})
-    between = np.array(sorted(i for i in logged if after < i <= index), np.int64)
+    between = np.array(sorted(i for i in logged if after < i < index), np.int64)
     if len(between) == 0:
         return None
     ops = kl.ctx.ops
     process = ops.process[ops.rows(np.r_[between, index])]
-    mine = between[process[:-1] == process[-1]]
-    return logged[int(mine[0])] if len(mine) else None
+    for i in between[process[:-1] == process[-1]].tolist():
+        reset = logged[i]
+        polled = np.flatnonzero((kl.index == i) & kl.is_poll)
+        first = kl.offset_at(int(polled[0])) if len(polled) else None
+        if first is None or start is None or reset["to"] <= first <= start:
+            return {**reset, "op": i}
+    return None
 
 
 def explain_reset(c: Case) -> str:
@@ -47,7 +59,8 @@ def explain_reset(c: Case) -> str:
     r = c.get("reset")
     if not r:
         return ""
+    on = f" on op {r['op']}" if "op" in r else ""
     return (
         f" Its consumer logged an offset reset of key {c['key']} from {r['from']} to "
-        f"{r['to']} (auto.offset.reset after an out-of-range fetch)."
+        f"{r['to']}{on} (auto.offset.reset after an out-of-range fetch)."
     )

@@ -122,6 +122,28 @@ def int_nonmonotonic_send(h: History, k: int, p: int) -> None:
     _drain(h, p + 1, k, [(0, 2), (1, 1)])
 
 
+def going_back_past_a_rollback(h: History, k: int, p: int) -> None:
+    """A failed op logged a reset after its first record, so its rollback
+    undid it: the next op going back further is not explained."""
+    h.txn(p, [send(k, 1, 0), send(k, 2, 1), send(k, 3, 2)])
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1)]})])
+    reset = [{"key": k, "from": 3, "to": 0}]
+    h.txn(p + 1, [poll({k: [(1, 2), (2, 3), (0, 1)]})], op_type="fail", offset_resets=reset)
+    h.txn(p + 1, [poll({k: [(0, 1), (1, 2), (2, 3)]})])
+
+
+def skip_after_a_reset(h: History, k: int, p: int) -> None:
+    """A reset only moves a position back: one logged on a failed op in
+    between does not explain the next op skipping ahead."""
+    h.txn(p, [send(k, 1, 0), send(k, 2, 1), send(k, 3, 2)])
+    h.assign(p + 1, [k])
+    h.txn(p + 1, [poll({k: [(0, 1)]})])
+    reset = [{"key": k, "from": 2, "to": 0}]
+    h.txn(p + 1, [poll({k: [(1, 2), (0, 1)]})], op_type="fail", offset_resets=reset)
+    h.txn(p + 1, [poll({k: [(2, 3)]})])
+
+
 ANOMALIES: dict[str, tuple[str, Scenario]] = {
     "inconsistent-offsets": ("inconsistent-offsets", inconsistent_offsets),
     "duplicate": ("duplicate", duplicate),
@@ -135,6 +157,8 @@ ANOMALIES: dict[str, tuple[str, Scenario]] = {
     "poll-skip": ("poll-skip", poll_skip),
     "poll-skip-after-abort": ("poll-skip", poll_skip_after_abort),
     "nonmonotonic-poll": ("nonmonotonic-poll", nonmonotonic_poll),
+    "going-back-past-a-rollback": ("nonmonotonic-poll", going_back_past_a_rollback),
+    "skip-after-a-reset": ("poll-skip", skip_after_a_reset),
     "nonmonotonic-send": ("nonmonotonic-send", nonmonotonic_send),
     "int-send-skip": ("int-send-skip", int_send_skip),
     "int-nonmonotonic-send": ("int-nonmonotonic-send", int_nonmonotonic_send),
