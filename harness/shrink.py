@@ -15,7 +15,11 @@ candidate still reproduces:
    one lasting until the final heal, starts);
 3. Zeller's ddmin over the faults: drop halves, then quarters, ...;
 4. each fault's duration halved, then the time limit cut again;
-5. fewer keys, then fewer clients, each halved down to one.
+5. fewer keys, then fewer clients, each halved down to one;
+6. the answer run ``tries`` times more: a candidate that passed by luck
+   (``need`` of ``tries`` is a small sample, and each step makes the
+   anomaly rarer) fails here, and the one before it is run again, down to
+   the first that holds.
 
 Every candidate that reproduces is the best
 so far and is written at once
@@ -120,23 +124,29 @@ class Candidate:
 
 
 def shrink(
-    start: Candidate, reproduces: Callable[[Candidate], bool], shown_at: float | None = None
+    start: Candidate,
+    reproduces: Callable[[Candidate], bool],
+    shown_at: float | None = None,
+    confirms: Callable[[Candidate], bool] | None = None,
 ) -> Candidate | None:
     """The smallest candidate found from ``start`` by the steps above, or
     None when none of its first candidates reproduces; ``shown_at`` is when
-    the stored run's anomaly showed, and ``reproduces`` is called once per
-    candidate tried."""
+    the stored run's anomaly showed, ``reproduces`` is called once per
+    candidate tried, and ``confirms`` (step 6, skipped when None) runs a
+    candidate that reproduced once more."""
     prefix = start if shown_at is None else start.cut_at(shown_at + AFTER_ANOMALY_S)
     firsts = [replace(prefix, plan=FaultPlan()), prefix, replace(start, plan=FaultPlan()), start]
     best = next((c for i, c in enumerate(firsts) if c not in firsts[:i] and reproduces(c)), None)
     if best is None:
         return None
+    accepted = [best]
 
     def attempt(candidate: Candidate) -> bool:
         nonlocal best
         if candidate == best or not reproduces(candidate):
             return False
         best = candidate
+        accepted.append(candidate)
         return True
 
     attempt(best.cut_after_last_fault())
@@ -159,6 +169,11 @@ def shrink(
         pass
     while best.concurrency > 1 and attempt(replace(best, concurrency=best.concurrency // 2)):
         pass
+    if confirms is not None:
+        while len(accepted) > 1 and not confirms(accepted[-1]):
+            accepted.pop()
+        best = accepted[-1]
+        reproduces(best)  # known already: makes it the kept answer again
     return best
 
 
@@ -170,6 +185,8 @@ class Trial:
     schedule: Path
     reproduced: int = 0
     runs: list[Path] = field(default_factory=list)
+    #: runs of a candidate that reproduced, run again to confirm it
+    confirming: bool = False
 
 
 RunOne = Callable[[TestSpec, Origin], RunResult]
@@ -228,9 +245,22 @@ class Shrinker:
         self.save(trial.schedule)
         return True
 
-    def trial(self, candidate: Candidate, schedule: Path) -> Trial:
+    def confirms(self, candidate: Candidate) -> bool:
+        """Runs ``candidate``, which reproduced, ``tries`` times more; when
+        ``need`` of them show the anomaly again, their runs count with the
+        first ones."""
+        first = self.trials[candidate.key()]
+        again = self.trial(candidate, first.schedule, confirming=True)
+        held = again.reproduced >= self.need
+        self.on_trial(again, held)
+        if held:
+            first.reproduced += again.reproduced
+            first.runs += again.runs
+        return held
+
+    def trial(self, candidate: Candidate, schedule: Path, confirming: bool = False) -> Trial:
         """Runs ``candidate``, stopping once the answer is known."""
-        trial = Trial(candidate, schedule)
+        trial = Trial(candidate, schedule, confirming=confirming)
         spec = self.spec(candidate, schedule)
         for n in range(self.tries):
             if trial.reproduced >= self.need or trial.reproduced + self.tries - n < self.need:

@@ -3,7 +3,8 @@ client count that still reproduce a stored run's anomaly.
 
 Delta debugging over the run's faults (see docs/reproduce.md): faults are
 dropped, shortened and the test made smaller for as long as the anomaly
-comes back in at least --need of --tries runs. The best schedule so far is
+comes back in at least --need of --tries runs, and the answer is run
+again before it is kept (--no-confirm skips that). The best schedule so far is
 kept in RUN/shrink/minimal.yml and RUN/shrink/summary.md, also when
 interrupted (Ctrl-C). Exits 1 when the anomaly was reproduced (the
 minimal schedule shows it), 0 when it never came back, 2 when interrupted
@@ -34,6 +35,12 @@ def register(subparsers: Any) -> None:
         default=2,
         metavar="K",
         help="runs of a candidate that must show the anomaly (default: 2)",
+    )
+    p.add_argument(
+        "--no-confirm",
+        dest="confirm",
+        action="store_false",
+        help="do not run the answer again before keeping it",
     )
     p.add_argument(
         "--anomaly",
@@ -69,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
 
     def report(trial: Trial, better: bool) -> None:
         mark = "[green]reproduces[/]" if better else "[dim]does not[/]"
+        step = "confirm" if trial.confirming else "shrink"
         console.print(
-            f"[bold]shrink[/] {trial.candidate.describe()}: {mark} "
+            f"[bold]{step}[/] {trial.candidate.describe()}: {mark} "
             f"({trial.reproduced} of {len(trial.runs)} runs)"
         )
 
@@ -86,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     )
     interrupted = False
     try:
-        shrink(start, shrinker.reproduces, shrinker.shown_at())
+        confirms = shrinker.confirms if args.confirm else None
+        shrink(start, shrinker.reproduces, shrinker.shown_at(), confirms)
     except (Interrupted, KeyboardInterrupt):
         interrupted = True
     except (SpecError, ClusterError, NemesisError) as e:

@@ -52,10 +52,11 @@ FAULTS = (
 class System:
     """Runs a spec the way the bug behaves: lost-write when n2 is killed and
     n3 paused and the test has at least two keys; every ``flaky``-th run
-    misses it."""
+    misses it, and the first ``lucky`` runs with those faults and one key
+    show it anyway."""
 
-    def __init__(self, root: Path, flaky: int = 0) -> None:
-        self.root, self.flaky, self.runs = root, flaky, 0
+    def __init__(self, root: Path, flaky: int = 0, lucky: int = 0) -> None:
+        self.root, self.flaky, self.lucky, self.runs = root, flaky, lucky, 0
         self.specs: list[Spec] = []
         self.origins: list[Origin] = []
 
@@ -65,7 +66,11 @@ class System:
         self.origins.append(origin)
         plan = load_schedule(spec.schedule)
         hit = {(f.fault, tuple(f.target)) for f in plan.faults if f.at < spec.time_limit}
-        bug = {("kill", ("n2",)), ("pause", ("n3",))} <= hit and spec.key_count >= 2
+        bug = {("kill", ("n2",)), ("pause", ("n3",))} <= hit
+        if bug and spec.key_count == 1 and self.lucky:
+            self.lucky -= 1
+        else:
+            bug = bug and spec.key_count >= 2
         if self.flaky and self.runs % self.flaky == 0:
             bug = False
         results = {"valid": not bug, "anomalies": {"lost-write": [{"key": 1}]} if bug else {}}
@@ -121,6 +126,31 @@ def test_shrink_keeps_the_two_faults_and_the_smallest_test(
     assert "--time-limit 15" in command and "--concurrency 1" in command
     assert all(origin.kind == "shrink" for origin in system.origins)
     assert system.runs == shrinker.total_runs < 80
+
+
+def test_a_candidate_that_passed_by_luck_is_confirmed_away(
+    stored: StoredRun, tmp_path: Path
+) -> None:
+    """One key passes 2 of 2 runs by luck, then never again: run once more,
+    it fails, and the shrink keeps the two keys before it."""
+    system = System(tmp_path / "runs", lucky=2)
+    seen: list[tuple[int, bool, bool]] = []
+    shrinker = Shrinker(
+        stored,
+        {"lost-write"},
+        tries=3,
+        need=2,
+        run_one=system,
+        on_trial=lambda t, ok: seen.append((t.candidate.key_count, t.confirming, ok)),
+    )
+    best = shrink(shrinker.start(), shrinker.reproduces, confirms=shrinker.confirms)
+    assert best is not None and best.key_count == 2
+    assert shrinker.best is not None and shrinker.best.candidate == best
+    assert [s for s in seen if s[1]] == [(1, True, False), (2, True, True)]
+    summary = (shrinker.directory / "summary.md").read_text()
+    assert "keys: 8 → 2" in summary and "reproduced in 4 of 4 runs" in summary
+    assert "--key-count 2" in shrinker.command()
+    assert load_schedule(str(shrinker.directory / "minimal.yml")) == best.plan
 
 
 def test_the_first_runs_are_cut_soon_after_the_anomaly_showed(
