@@ -14,12 +14,15 @@ candidate still reproduces:
 2. the time limit cut to five seconds after the last fault ends (or, for
    one lasting until the final heal, starts);
 3. Zeller's ddmin over the faults: drop halves, then quarters, ...;
-4. each fault's duration halved, then the time limit cut again;
-5. fewer keys, then fewer clients, each halved down to one;
-6. the answer run ``tries`` times more: a candidate that passed by luck
-   (``need`` of ``tries`` is a small sample, and each step makes the
-   anomaly rarer) fails here, and the one before it is run again, down to
-   the first that holds.
+4. each fault's duration halved;
+5. the time limit cut again;
+6. fewer keys, then fewer clients, each halved down to one;
+7. the answer run again (up to ``tries`` runs): a candidate that passed
+   by luck (``need`` of ``tries`` is a small sample, and each step makes
+   the anomaly rarer) fails here, and the one kept before it is run
+   again, back to the first that holds, or to the first candidate kept,
+   which is not run again. The steps after a candidate that holds are not
+   tried again from it.
 
 Every candidate that reproduces is the best
 so far and is written at once
@@ -132,7 +135,7 @@ def shrink(
     """The smallest candidate found from ``start`` by the steps above, or
     None when none of its first candidates reproduces; ``shown_at`` is when
     the stored run's anomaly showed, ``reproduces`` is called once per
-    candidate tried, and ``confirms`` (step 6, skipped when None) runs a
+    candidate tried, and ``confirms`` (step 7, skipped when None) runs a
     candidate that reproduced once more."""
     prefix = start if shown_at is None else start.cut_at(shown_at + AFTER_ANOMALY_S)
     firsts = [replace(prefix, plan=FaultPlan()), prefix, replace(start, plan=FaultPlan()), start]
@@ -172,8 +175,9 @@ def shrink(
     if confirms is not None:
         while len(accepted) > 1 and not confirms(accepted[-1]):
             accepted.pop()
+            reproduces(accepted[-1])  # known already: kept at once, should Ctrl-C come
         best = accepted[-1]
-        reproduces(best)  # known already: makes it the kept answer again
+        reproduces(best)  # known already: kept with the confirming runs counted
     return best
 
 
@@ -246,8 +250,8 @@ class Shrinker:
         return True
 
     def confirms(self, candidate: Candidate) -> bool:
-        """Runs ``candidate``, which reproduced, ``tries`` times more; when
-        ``need`` of them show the anomaly again, their runs count with the
+        """Runs ``candidate``, which reproduced, again (up to ``tries`` runs);
+        when ``need`` of them show the anomaly, their runs count with the
         first ones."""
         first = self.trials[candidate.key()]
         again = self.trial(candidate, first.schedule, confirming=True)

@@ -14,7 +14,7 @@ import pytest
 from harness.interpreter import Outcome
 from harness.reproduce import StoredRun, evident_at, replay
 from harness.runner import Origin, RunResult
-from harness.shrink import Candidate, Interrupted, Shrinker, ddmin, shrink
+from harness.shrink import Candidate, Interrupted, Shrinker, Trial, ddmin, shrink
 from harness.spec import TestSpec as Spec
 from harness.spec import load_schedule, resolve
 from harness.store import RunDir
@@ -144,13 +144,37 @@ def test_a_candidate_that_passed_by_luck_is_confirmed_away(
         on_trial=lambda t, ok: seen.append((t.candidate.key_count, t.confirming, ok)),
     )
     best = shrink(shrinker.start(), shrinker.reproduces, confirms=shrinker.confirms)
-    assert best is not None and best.key_count == 2
+    # the clients were halved from the lucky candidate only: not tried again
+    assert best is not None and (best.key_count, best.concurrency) == (2, 5)
     assert shrinker.best is not None and shrinker.best.candidate == best
     assert [s for s in seen if s[1]] == [(1, True, False), (2, True, True)]
     summary = (shrinker.directory / "summary.md").read_text()
     assert "keys: 8 → 2" in summary and "reproduced in 4 of 4 runs" in summary
     assert "--key-count 2" in shrinker.command()
     assert load_schedule(str(shrinker.directory / "minimal.yml")) == best.plan
+
+
+def test_ctrl_c_while_falling_back_keeps_the_candidate_before(
+    stored: StoredRun, tmp_path: Path
+) -> None:
+    system = System(tmp_path / "runs", lucky=2)
+    failed: list[Trial] = []
+
+    def run_one(spec: Spec, origin: Origin) -> RunResult:
+        result = system(spec, origin)
+        if failed:  # Ctrl-C in the first run after a confirmation failed
+            result.outcome = Outcome(1, True, 0)
+        return result
+
+    def on_trial(trial: Trial, held: bool) -> None:
+        if trial.confirming and not held:
+            failed.append(trial)
+
+    shrinker = Shrinker(stored, {"lost-write"}, 3, 2, run_one, on_trial)
+    with pytest.raises(Interrupted):
+        shrink(shrinker.start(), shrinker.reproduces, confirms=shrinker.confirms)
+    assert shrinker.best is not None and shrinker.best.candidate.key_count == 2
+    assert "keys: 8 → 2" in (shrinker.directory / "summary.md").read_text()
 
 
 def test_the_first_runs_are_cut_soon_after_the_anomaly_showed(
