@@ -242,7 +242,8 @@ def table(
     bug), only those configurations' lines count, and each is judged by the
     kinds its run saw against the kinds named now, so a bug mode's kinds can
     change without its older runs telling another story; without it, each
-    line is judged as it was when written."""
+    line is judged as it was when written. A line's time to the first
+    anomaly is of the kinds named when it was written."""
     bugs: dict[str, list[dict[str, Any]]] = {}
     correct: dict[str, list[dict[str, Any]]] = {}
     for line in of_configs(lines, judged):

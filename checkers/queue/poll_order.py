@@ -106,7 +106,7 @@ class PollDeltas:
         for k in np.flatnonzero(delta > 1 if skips else (delta < 1) & jd["read"]):
             r, ref_idx, seg = int(jd["r"][k]), int(jd["ref_idx"][k]), int(jd["seg"][k])
             via = kl.ctx.resets.f[seg] if seg >= 0 else None
-            # a reset only moves a position back: it may explain going back, never a skip
+            # one logged on an op between explains only going back; on the op itself, either
             reset = (
                 reset_of(kl, int(kl.index[r]))
                 if skips

@@ -49,7 +49,7 @@ def reset_since(kl: KeyLog, after: int, index: int, start: int | None) -> dict[s
         reset = logged[i]
         polled = np.flatnonzero((kl.index == i) & kl.is_poll)
         first = kl.offset_at(int(polled[0])) if len(polled) else None
-        if first is None or start is None or reset["to"] <= first <= start:
+        if start is None or reset["to"] <= (start if first is None else first) <= start:
             return {**reset, "op": i}
     return None
 
