@@ -80,7 +80,8 @@ BUGS: dict[str, Bug] = {
             "transactional write opens a transaction of its own after its transaction "
             "ended, which the producer's next marker on the partition then resolves",
             "G1a and lost-write (torn transactions): an aborted transaction's write is "
-            "committed by the next transaction's marker",
+            "committed by the next transaction's marker; hanging-transaction where no "
+            "later marker comes",
             "a partition leader appends a transactional batch that starts a transaction "
             "without asking the coordinator whether the partition is in the producer's "
             "ongoing transaction at this epoch",

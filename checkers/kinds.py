@@ -12,6 +12,7 @@ from checkers.cycles import kinds as cycles
 from checkers.kind import Case, Kind
 from checkers.queue import (
     aborted_reads,
+    hanging,
     internal_order,
     lost_writes,
     poll_order,
@@ -27,6 +28,7 @@ KINDS: dict[str, Kind] = {
         version_order.DUPLICATE,
         lost_writes.LOST_WRITE,
         unseen.UNSEEN,
+        hanging.HANGING_TRANSACTION,
         aborted_reads.G1A,
         aborted_reads.PRECOMMITTED_READ,
         internal_order.INT_POLL_SKIP,

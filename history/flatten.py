@@ -97,6 +97,20 @@ def _check_resets(resets: Any) -> None:
             )
 
 
+def _check_ends(ends: Any) -> None:
+    """``ends`` must be ``{key: [end, high watermark]}`` of integers (the
+    checker parses it from ``extra``)."""
+    if type(ends) is not dict:
+        raise ValueError(f"ends must be a map, got {describe(ends)}")
+    for k, pair in ends.items():
+        if type(k) is not int and not (type(k) is str and INT_TEXT.fullmatch(k)):
+            raise ValueError(f"ends key must be an integer, got {describe(k)}")
+        if type(pair) is not list or len(pair) != 2 or any(type(x) is not int for x in pair):
+            raise ValueError(
+                f"ends of key {k} must be [end, high watermark] of integers, got {describe(pair)}"
+            )
+
+
 SPARSE_COLUMNS = ("keys", "rebalance_keys", "error", "payload", "extra")
 
 
@@ -167,6 +181,12 @@ class FlatBuilder:
                     rebalance = _rebalance_keys(rest["rebalance_log"])
                 if "offset_resets" in rest:
                     _check_resets(rest["offset_resets"])
+                if "ends" in rest:
+                    _check_ends(rest["ends"])
+                if "txn_timeout_ms" in rest and type(rest["txn_timeout_ms"]) is not int:
+                    raise ValueError(
+                        f"txn_timeout_ms must be an integer, got {describe(rest['txn_timeout_ms'])}"
+                    )
                 if rest:
                     extra_json = _dumps(rest)
         except (ValueError, TypeError) as e:

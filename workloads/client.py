@@ -81,6 +81,12 @@ class ClientConfig:
         is refused (an old generation)."""
         return self.op_timeout_s * 3
 
+    @property
+    def txn_timeout_ms(self) -> int:
+        """A transactional client's producers' ``transaction.timeout.ms``:
+        jepka's, or the one the client properties set."""
+        return int(self.producer_conf(0)["transaction.timeout.ms"])
+
     def admin_conf(self) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap, "logger": LIBRDKAFKA_LOG, **self.properties}
 
@@ -194,7 +200,9 @@ class QueueClient:
     def _settle(self, done: OpDict) -> OpDict:
         """Rolls the consumer back unless ``done`` is ok; returns ``done`` with
         the rebalances and offset resets its consumer saw, and for a final
-        read the partition ends it has reached."""
+        read the partition ends it has reached (with the producers'
+        transaction timeout, which bounds how long an end may stay below the
+        high watermark)."""
         assert self.consumer is not None
         if done["type"] != "ok":
             self.consumer.rollback()
@@ -206,6 +214,8 @@ class QueueClient:
             done["offset_resets"] = resets
         if done.get("final") and (ends := self.consumer.ends()):
             done["ends"] = ends
+            if self.config.transactional:
+                done["txn_timeout_ms"] = self.config.txn_timeout_ms
         return done
 
     def _reassign(self, op: OpDict) -> OpDict:

@@ -8,6 +8,8 @@ broadcast to the per-key analyses.
 * which ops saw a key rebalanced, and which logged an offset reset of it;
 * the OK poll/txn ops (lag is measured at each, on every key the process
   was assigned);
+* the partition ends the final reads reached, and the producers'
+  transaction timeout they name;
 * the time axis of the figures.
 """
 
@@ -88,6 +90,10 @@ class Context:
     polls: dict[str, np.ndarray]  # OK poll/txn ops: at (sorted), invoke_time, time
     timeline: Timeline | None
     key_resets: dict[int, np.ndarray]  # key → positions in resets of the ops naming it
+    # key → the ends OK final reads reported, rows of (time, end, high
+    # watermark, op index) by time
+    final_ends: dict[int, np.ndarray]
+    txn_timeout_ns: int | None  # the longest transaction timeout a final read names
 
     def resets_of(self, key: int) -> np.ndarray:
         """Positions (in ``resets``) of the assign/subscribe ops naming ``key``."""
@@ -104,6 +110,22 @@ def _first_resets(
         for r in resets:
             out.setdefault(int(r["key"]), {}).setdefault(i, {"from": r["from"], "to": r["to"]})
     return out
+
+
+def _final_ends(ops: pa.Table) -> dict[int, np.ndarray]:
+    """Per key, the ``(time, end, high watermark, op index)`` each OK op
+    carrying ``ends`` reported, by time."""
+    ok = pc.equal(ops.column("type"), "ok").to_numpy(zero_copy_only=False)
+    some = np.flatnonzero(ok & ops.column("ends").is_valid().to_numpy(zero_copy_only=False))
+    rows: dict[int, list[tuple[int, int, int, int]]] = {}
+    times = ops.column("time").take(pa.array(some)).to_pylist()
+    index = ops.column("index").take(pa.array(some)).to_pylist()
+    for t, i, ends in zip(
+        times, index, ops.column("ends").take(pa.array(some)).to_pylist(), strict=True
+    ):
+        for k, (end, high) in ends:
+            rows.setdefault(int(k), []).append((t, end, high, i))
+    return {k: np.array(sorted(v), np.int64).reshape(-1, 4) for k, v in rows.items()}
 
 
 def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
@@ -161,6 +183,10 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
         },
         timeline=timeline,
         key_resets=_key_resets(ops.column("keys").take(pa.array(rows))),
+        final_ends=_final_ends(ops),
+        txn_timeout_ns=None
+        if (t := pc.max(ops.column("txn_timeout_ms")).as_py()) is None
+        else int(t) * 1_000_000,
     )
 
 

@@ -32,12 +32,14 @@ from checkers.spark.session import release_jvm_heap, release_unused_memory
 from checkers.workloads.finders import FIELDS as WORKLOAD_FIELDS
 
 RESETS_TYPE = pa.list_(pa.struct([("key", pa.int64()), ("from", pa.int64()), ("to", pa.int64())]))
+ENDS_TYPE = pa.map_(pa.string(), pa.list_(pa.int64()))
 
 
 def op_table(heads: pa.Table, fields: tuple[str, ...]) -> pa.Table:
     """The completed client ops, from each op's first row: op-level columns,
-    the offset resets its consumer logged, and per workload field in
-    ``fields`` whether it carries it (``has_<field>``)."""
+    the offset resets its consumer logged, the partition ends a final read
+    reached and its producers' transaction timeout, and per workload field
+    in ``fields`` whether it carries it (``has_<field>``)."""
     client = pc.and_(
         pc.not_equal(heads.column("process"), NEMESIS), pc.not_equal(heads.column("type"), "invoke")
     )
@@ -70,6 +72,11 @@ def op_table(heads: pa.Table, fields: tuple[str, ...]) -> pa.Table:
             "keys": ops.column("keys"),
             "rebalance_keys": ops.column("rebalance_keys"),
             "offset_resets": spread([e.get("offset_resets") for e in extras], RESETS_TYPE),
+            "ends": spread(
+                [None if (x := e.get("ends")) is None else list(x.items()) for e in extras],
+                ENDS_TYPE,
+            ),
+            "txn_timeout_ms": spread([e.get("txn_timeout_ms") for e in extras], pa.int64()),
             **{f"has_{f}": has(f) for f in fields},
         }
     )

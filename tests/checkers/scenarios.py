@@ -144,12 +144,30 @@ def skip_after_a_reset(h: History, k: int, p: int) -> None:
     h.txn(p + 1, [poll({k: [(2, 3)]})])
 
 
+def _final_read(h: History, p: int, k: int, end: int, high: int, after_s: float = 0) -> None:
+    """A final read of nothing, ``after_s`` later, whose consumer reports its
+    end of ``k`` (producers' transaction timeout 1 s: a stretch over 16 s hangs)."""
+    h.clock += int(after_s * 1e9)
+    h.txn(p, [poll({})], ends={str(k): [end, high]}, txn_timeout_ms=1000)
+
+
+def hanging_transaction(h: History, k: int, p: int) -> None:
+    """Offset 1 is a transaction nobody ends: the end stays there for 20 s of
+    final reads, and the record after it stays unread."""
+    h.txn(p, [send(k, 1, 0)])
+    h.txn(p + 1, [send(k, 2, 2)])
+    _drain(h, p + 2, k, [(0, 1)])
+    _final_read(h, p + 2, k, 1, 3)
+    _final_read(h, p + 2, k, 1, 3, after_s=20)
+
+
 ANOMALIES: dict[str, tuple[str, Scenario]] = {
     "inconsistent-offsets": ("inconsistent-offsets", inconsistent_offsets),
     "duplicate": ("duplicate", duplicate),
     "lost-write": ("lost-write", lost_write),
     "torn-txn": ("lost-write", torn_txn),
     "unseen": ("unseen", unseen),
+    "hanging-transaction": ("hanging-transaction", hanging_transaction),
     "G1a": ("G1a", g1a),
     "precommitted-read": ("precommitted-read", precommitted_read),
     "int-poll-skip": ("int-poll-skip", int_poll_skip),
@@ -305,11 +323,26 @@ def offset_reset_on_a_failed_op(h: History, k: int, p: int) -> None:
     h.txn(p + 1, [poll({k: [(0, 1), (1, 2)]})])
 
 
+def near_hanging_transaction(h: History, k: int, p: int) -> None:
+    """Transactions open at offsets 1 and 2, each for less than the timeout
+    and its slack (10 s, then 10 s more at the next offset), then aborted:
+    the end reaches the high watermark and the record after them is read."""
+    h.txn(p, [send(k, 1, 0)])
+    h.txn(p + 1, [send(k, 2, 3)])
+    _drain(h, p + 2, k, [(0, 1)])
+    _final_read(h, p + 2, k, 1, 4)
+    _final_read(h, p + 2, k, 1, 4, after_s=10)
+    _final_read(h, p + 2, k, 2, 4, after_s=1)
+    _final_read(h, p + 2, k, 2, 4, after_s=10)
+    h.txn(p + 2, [poll({k: [(3, 2)]})], ends={str(k): [4, 4]}, txn_timeout_ms=1000)
+
+
 NEAR_MISSES: dict[str, Scenario] = {
     "inconsistent-offsets": near_inconsistent_offsets,
     "duplicate": near_duplicate,
     "lost-write": near_lost_write,
     "unseen": near_unseen,
+    "hanging-transaction": near_hanging_transaction,
     "G1a": near_g1a,
     "precommitted-read": near_precommitted_read,
     "int-poll-skip": near_int_poll_skip,

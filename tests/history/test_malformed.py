@@ -50,6 +50,9 @@ JSONL_CASES = {
     "assign keys": ([op(0, "invoke", "assign", '["a"]')], 1, "list of integer keys"),
     "rebalance log": ([op(0, "invoke", "subscribe", "[1]"), op(1, "ok", "subscribe", "[1]").replace("}", ', "rebalance_log": [{"type": "assigned"}]}')], 2, "rebalance_log entry"),
     "offset resets": ([op(0, "invoke", "poll", '[["poll"]]'), op(1, "ok", "poll", '[["poll", {}]]')[:-1] + ', "offset_resets": [{"key": 1, "from": "x", "to": 0}]}'], 2, "offset_resets entry"),
+    "ends": ([op(0, "invoke", "poll", '[["poll"]]'), op(1, "ok", "poll", '[["poll", {}]]')[:-1] + ', "ends": {"1": [3]}}'], 2, "ends of key 1 must be [end, high watermark]"),
+    "ends key": ([op(0, "invoke", "poll", '[["poll"]]'), op(1, "ok", "poll", '[["poll", {}]]')[:-1] + ', "ends": {"x": [3, 4]}}'], 2, "ends key must be an integer"),
+    "txn timeout": ([op(0, "invoke", "poll", '[["poll"]]'), op(1, "ok", "poll", '[["poll", {}]]')[:-1] + ', "txn_timeout_ms": "30"}'], 2, "txn_timeout_ms must be an integer"),
 }  # fmt: skip
 
 

@@ -138,6 +138,11 @@ def test_transactions_commit_abort_and_roll_the_consumer_back(broker: Any) -> No
         s("assign", list(KEYS), seek_to_beginning=True)
         final = s("poll", [["poll"]], poll_ms=2000, final=True)
         assert final["type"] == "ok" and [v for _, v in final["value"][0][1][0]] == [1]
+        # the ends reached, with the producers' bound on an open transaction
+        again = s("poll", [["poll"]], poll_ms=1000, final=True)
+        end, high = again["ends"]["0"]
+        assert end == high > 0
+        assert again["txn_timeout_ms"] == s.client.config.txn_timeout_ms
     finally:
         s.close()
 

@@ -22,3 +22,15 @@ def test_client_properties_reach_every_client_over_jepkas_own() -> None:
 
 def test_the_default_key_map_is_jepkas_fixed_topics() -> None:
     assert ClientConfig("k1:9092", (0,)).key_map == KeyMap("jepka-t")
+
+
+def test_the_transaction_timeout_final_reads_name_is_the_producers() -> None:
+    """Three op timeouts, or what the client properties set: the bound the
+    checker puts on an end below the high watermark."""
+    config = ClientConfig("k1:9092", (0,), transactional=True, op_timeout_s=10.0)
+    assert config.txn_timeout_ms == 30_000
+    assert config.producer_conf(1)["transaction.timeout.ms"] == 30_000
+    own = ClientConfig(
+        "k1:9092", (0,), transactional=True, properties={"transaction.timeout.ms": "60000"}
+    )
+    assert own.txn_timeout_ms == 60_000
