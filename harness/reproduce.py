@@ -45,7 +45,7 @@ def op_times(instance: Any) -> list[int]:
 
 
 #: kinds an instance of which shows only once the final reads have ended
-SHOWN_AT_THE_END = frozenset({"unseen", "eos-lost"})
+SHOWN_AT_THE_END = frozenset({"unseen", "eos-lost", "hanging-transaction"})
 
 
 def evident_at(results: Mapping[str, Any], kinds: Iterable[str]) -> float | None:

@@ -82,10 +82,11 @@ class ClientConfig:
         return self.op_timeout_s * 3
 
     @property
-    def txn_timeout_ms(self) -> int:
-        """A transactional client's producers' ``transaction.timeout.ms``:
-        jepka's, or the one the client properties set."""
-        return int(self.producer_conf(0)["transaction.timeout.ms"])
+    def txn_timeout_ms(self) -> int | None:
+        """The producers' ``transaction.timeout.ms`` (jepka's, or the one the
+        client properties set); None where they are not transactional."""
+        timeout = self.producer_conf(0).get("transaction.timeout.ms")
+        return None if timeout is None else int(timeout)
 
     def admin_conf(self) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap, "logger": LIBRDKAFKA_LOG, **self.properties}
@@ -214,8 +215,8 @@ class QueueClient:
             done["offset_resets"] = resets
         if done.get("final") and (ends := self.consumer.ends()):
             done["ends"] = ends
-            if self.config.transactional:
-                done["txn_timeout_ms"] = self.config.txn_timeout_ms
+            if (timeout := self.config.txn_timeout_ms) is not None:
+                done["txn_timeout_ms"] = timeout
         return done
 
     def _reassign(self, op: OpDict) -> OpDict:

@@ -91,9 +91,21 @@ class Context:
     timeline: Timeline | None
     key_resets: dict[int, np.ndarray]  # key → positions in resets of the ops naming it
     # key → the ends OK final reads reported, rows of (time, end, high
-    # watermark, op index) by time
+    # watermark, op index, process code) by time
     final_ends: dict[int, np.ndarray]
     txn_timeout_ns: int | None  # the longest transaction timeout a final read names
+
+    def op_ref(self, index: int) -> dict[str, Any]:
+        """A compact reference to the op with this index, as every anomaly
+        instance carries it."""
+        at = int(self.ops.rows(np.array([index]))[0])
+        return {
+            "index": index,
+            "process": self.processes[self.ops.process[at]],
+            "time": int(self.ops.time[at]),
+            "type": TYPES[self.ops.type[at]],
+            "f": self.ops.fs[self.ops.f[at]],
+        }
 
     def resets_of(self, key: int) -> np.ndarray:
         """Positions (in ``resets``) of the assign/subscribe ops naming ``key``."""
@@ -112,20 +124,20 @@ def _first_resets(
     return out
 
 
-def _final_ends(ops: pa.Table) -> dict[int, np.ndarray]:
-    """Per key, the ``(time, end, high watermark, op index)`` each OK op
-    carrying ``ends`` reported, by time."""
+def _final_ends(ops: pa.Table, pcode: np.ndarray) -> dict[int, np.ndarray]:
+    """Per key, the ``(time, end, high watermark, op index, process code)``
+    each OK op carrying ``ends`` reported, by time."""
     ok = pc.equal(ops.column("type"), "ok").to_numpy(zero_copy_only=False)
     some = np.flatnonzero(ok & ops.column("ends").is_valid().to_numpy(zero_copy_only=False))
-    rows: dict[int, list[tuple[int, int, int, int]]] = {}
-    times = ops.column("time").take(pa.array(some)).to_pylist()
-    index = ops.column("index").take(pa.array(some)).to_pylist()
-    for t, i, ends in zip(
-        times, index, ops.column("ends").take(pa.array(some)).to_pylist(), strict=True
-    ):
-        for k, (end, high) in ends:
-            rows.setdefault(int(k), []).append((t, end, high, i))
-    return {k: np.array(sorted(v), np.int64).reshape(-1, 4) for k, v in rows.items()}
+    rows: dict[int, list[tuple[int, ...]]] = {}
+    taken = pa.array(some)
+    times = ops.column("time").take(taken).to_pylist()
+    index = ops.column("index").take(taken).to_pylist()
+    ends = ops.column("ends").take(taken).to_pylist()
+    for t, i, p, reported in zip(times, index, pcode[some].tolist(), ends, strict=True):
+        for k, (end, high) in reported:
+            rows.setdefault(int(k), []).append((t, end, high, i, p))
+    return {k: np.array(sorted(v), np.int64).reshape(-1, 5) for k, v in rows.items()}
 
 
 def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
@@ -183,7 +195,7 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
         },
         timeline=timeline,
         key_resets=_key_resets(ops.column("keys").take(pa.array(rows))),
-        final_ends=_final_ends(ops),
+        final_ends=_final_ends(ops, pcode),
         txn_timeout_ns=None
         if (t := pc.max(ops.column("txn_timeout_ms")).as_py()) is None
         else int(t) * 1_000_000,

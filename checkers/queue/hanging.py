@@ -14,78 +14,88 @@ from the broker's side.
 
 The final reads report, per key, the end their consumer reached (the last
 stable offset, read_committed) and the high watermark; an end below the high
-watermark is an open transaction.
+watermark is an open transaction. Such an end is judged only where the final
+reads last longer than the timeout and the slack below.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
 from checkers.kind import Case, Kind, PerKey
-from checkers.queue.context import TYPES, Context
 from checkers.queue.key_log import KeyLog
 
 #: the coordinator's sweep for timed-out transactions (Kafka's default
-#: cleanup interval, 10 s) and the abort markers it then writes
+#: ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, 10 s) and
+#: the abort markers it then writes; a cluster set to sweep less often can
+#: hold a transaction open longer than this allows
 COORDINATOR_SLACK_NS = 15_000_000_000
+#: consumers that must each have seen the end held: one whose fetches stopped
+#: keeps reporting the end it last reached
+WITNESSES = 2
 
 
-def _op_ref(ctx: Context, index: int) -> dict[str, Any]:
-    at = int(ctx.ops.rows(np.array([index]))[0])
-    return {
-        "index": index,
-        "process": ctx.processes[ctx.ops.process[at]],
-        "time": int(ctx.ops.time[at]),
-        "type": TYPES[ctx.ops.type[at]],
-        "f": ctx.ops.fs[ctx.ops.f[at]],
-    }
+def _held(reports: np.ndarray, limit: int) -> dict[int, tuple[int, int, int]]:
+    """One consumer's reports, by time: per end offset it saw held below the
+    high watermark for longer than ``limit``, the longest such stretch as
+    (length, first row, last row). A report of another end, or of an end at
+    the high watermark, ends a stretch."""
+    out: dict[int, tuple[int, int, int]] = {}
+    first: int | None = None
+    for i, (_, end, high, _, _) in enumerate(reports):
+        if high <= end:
+            first = None
+            continue
+        if first is None or reports[first, 1] != end:
+            first = i
+        length = int(reports[i, 0] - reports[first, 0])
+        if length > limit and length > out.get(int(end), (0, 0, 0))[0]:
+            out[int(end)] = (length, first, i)
+    return out
 
 
 def hanging_transaction(kl: KeyLog) -> Iterator[Case]:
-    """The longest stretch of the key's final reads whose reported end stayed
-    at one offset below the high watermark, if it lasted longer than the
-    producers' transaction timeout and the coordinator's slack: one instance
-    per key. A report of another end, or of an end at the high watermark,
-    ends a stretch."""
+    """The end the key's final reads saw held below the high watermark, at
+    the same offset, for longer than the producers' transaction timeout and
+    the coordinator's slack, by at least :data:`WITNESSES` consumers: one
+    instance per key, for the offset most of them saw held."""
     ends = kl.ctx.final_ends.get(kl.key)
     limit = kl.ctx.txn_timeout_ns
     if ends is None or limit is None:
         return
-    best: tuple[int, int, int] | None = None  # (length, first row, last row)
-    first = None
-    for i, (_, end, high, _) in enumerate(ends):
-        if high <= end:
-            first = None
-            continue
-        if first is None or ends[first, 1] != end:
-            first = i
-        length = int(ends[i, 0] - ends[first, 0])
-        if best is None or length > best[0]:
-            best = (length, first, i)
-    if best is None or best[0] <= limit + COORDINATOR_SLACK_NS:
+    held: dict[int, list[tuple[int, int, int]]] = {}  # end → (length, first, last) by row
+    for process in np.unique(ends[:, 4]):
+        mine = np.flatnonzero(ends[:, 4] == process)
+        for end, (length, a, b) in _held(ends[mine], limit + COORDINATOR_SLACK_NS).items():
+            held.setdefault(end, []).append((length, int(mine[a]), int(mine[b])))
+    seen = [(len(w), max(w)[0], end) for end, w in held.items() if len(w) >= WITNESSES]
+    if not seen:
         return
-    length, a, b = best
+    _, _, end = max(seen)
+    witnesses = held[end]
+    first = min(a for _, a, _ in witnesses)
+    last = max(b for _, _, b in witnesses)
     yield {
         "key": kl.key,
-        "offset": int(ends[b, 1]),
-        "high_watermark": int(ends[b, 2]),
-        "open_s": round(length / 1e9, 1),
+        "offset": end,
+        "high_watermark": int(ends[last, 2]),
+        "open_s": round(max(witnesses)[0] / 1e9, 1),
+        "consumers": len(witnesses),
         "txn_timeout_s": round(limit / 1e9, 1),
-        "first": _op_ref(kl.ctx, int(ends[a, 3])),
-        "op": _op_ref(kl.ctx, int(ends[b, 3])),
+        "first": kl.ctx.op_ref(int(ends[first, 3])),
+        "op": kl.ctx.op_ref(int(ends[last, 3])),
     }
 
 
 def _explain(c: Case) -> str:
     return (
         f"Key {c['key']}'s read_committed end stayed at offset {c['offset']}, below its "
-        f"high watermark {c['high_watermark']}, for {c['open_s']} s of final reads (op "
-        f"{c['first']['index']} to op {c['op']['index']}), though a transaction times out "
-        f"after {c['txn_timeout_s']} s: the transaction open at offset {c['offset']} is one "
-        f"no coordinator ends."
+        f"high watermark {c['high_watermark']}, through the final reads of {c['consumers']} "
+        f"consumers (up to {c['open_s']} s, op {c['first']['index']} to op "
+        f"{c['op']['index']}), though a transaction times out after {c['txn_timeout_s']} s: "
+        f"the transaction open at offset {c['offset']} is one no coordinator ends."
     )
 
 
@@ -93,8 +103,8 @@ HANGING_TRANSACTION = Kind(
     "hanging-transaction",
     PerKey(hanging_transaction),
     _explain,
-    "A transaction stayed open on a partition through the final reads, long after its "
-    "producers' transaction timeout, so read_committed consumers could never read past "
+    "A transaction stayed open on a partition through the final reads, well past its "
+    "producers' transaction timeout, so read_committed consumers could not read past "
     "its first record. A coordinator aborts every transaction it knows once it times "
     "out; one that stays open is a write the coordinator never knew of, typically one "
     "that reached the partition after its transaction had ended (KAFKA-14402).",

@@ -160,13 +160,7 @@ class KeyLog:
 
     def op_ref(self, i: int) -> dict[str, Any]:
         """A compact reference to row ``i``'s op, as every anomaly instance carries it."""
-        return {
-            "index": int(self.index[i]),
-            "process": self.ctx.processes[self.process[i]],
-            "time": int(self.time[i]),
-            "type": TYPES[self.type[i]],
-            "f": self.ctx.ops.fs[self.f[i]],
-        }
+        return self.ctx.op_ref(int(self.index[i]))
 
     def offset_at(self, i: int) -> int | None:
         return int(self.offset[i]) if self.has_offset[i] else None

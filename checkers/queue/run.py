@@ -48,12 +48,16 @@ def op_table(heads: pa.Table, fields: tuple[str, ...]) -> pa.Table:
     carried = np.flatnonzero(ops.column("extra").is_valid().to_numpy(zero_copy_only=False))
     extras = [orjson.loads(text) for text in ops.column("extra").drop_null().to_pylist()]
 
+    # where each op's value sits among the carrying ops' (null: it carries none)
+    slot = np.zeros(ops.num_rows, np.int64)
+    slot[carried] = np.arange(len(carried))
+    none = np.ones(ops.num_rows, bool)
+    none[carried] = False
+    slots = pa.array(slot, mask=none)
+
     def spread(values: list[Any], t: pa.DataType) -> pa.Array:
         """Values of the carrying ops, nulls for the others."""
-        full: list[Any] = [None] * ops.num_rows
-        for i, v in zip(carried.tolist(), values, strict=True):
-            full[i] = v
-        return pa.array(full, t)
+        return pa.array(values, t).take(slots)
 
     def has(field: str) -> pa.Array:
         mask = np.zeros(ops.num_rows, bool)

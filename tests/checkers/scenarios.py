@@ -144,21 +144,26 @@ def skip_after_a_reset(h: History, k: int, p: int) -> None:
     h.txn(p + 1, [poll({k: [(2, 3)]})])
 
 
-def _final_read(h: History, p: int, k: int, end: int, high: int, after_s: float = 0) -> None:
-    """A final read of nothing, ``after_s`` later, whose consumer reports its
-    end of ``k`` (producers' transaction timeout 1 s: a stretch over 16 s hangs)."""
+def _final_reads(
+    h: History, ps: list[int], k: int, end: int, high: int, after_s: float = 0
+) -> None:
+    """Final reads of nothing, ``after_s`` later, one by each process of
+    ``ps``, whose consumers report their end of ``k`` (producers'
+    transaction timeout 1 s: an end held over 16 s hangs)."""
     h.clock += int(after_s * 1e9)
-    h.txn(p, [poll({})], ends={str(k): [end, high]}, txn_timeout_ms=1000)
+    for p in ps:
+        h.txn(p, [poll({})], ends={str(k): [end, high]}, txn_timeout_ms=1000)
 
 
 def hanging_transaction(h: History, k: int, p: int) -> None:
-    """Offset 1 is a transaction nobody ends: the end stays there for 20 s of
-    final reads, and the record after it stays unread."""
+    """Offset 1 is a transaction nobody ends: two consumers see the end held
+    there for 20 s of final reads, and the record after it stays unread."""
     h.txn(p, [send(k, 1, 0)])
     h.txn(p + 1, [send(k, 2, 2)])
     _drain(h, p + 2, k, [(0, 1)])
-    _final_read(h, p + 2, k, 1, 3)
-    _final_read(h, p + 2, k, 1, 3, after_s=20)
+    _drain(h, p + 3, k, [(0, 1)])
+    _final_reads(h, [p + 2, p + 3], k, 1, 3)
+    _final_reads(h, [p + 2, p + 3], k, 1, 3, after_s=20)
 
 
 ANOMALIES: dict[str, tuple[str, Scenario]] = {
@@ -329,12 +334,29 @@ def near_hanging_transaction(h: History, k: int, p: int) -> None:
     the end reaches the high watermark and the record after them is read."""
     h.txn(p, [send(k, 1, 0)])
     h.txn(p + 1, [send(k, 2, 3)])
+    readers = [p + 2, p + 3]
+    for r in readers:
+        _drain(h, r, k, [(0, 1)])
+    _final_reads(h, readers, k, 1, 4)
+    _final_reads(h, readers, k, 1, 4, after_s=10)
+    _final_reads(h, readers, k, 2, 4, after_s=1)
+    _final_reads(h, readers, k, 2, 4, after_s=10)
+    for r in readers:
+        h.txn(r, [poll({k: [(3, 2)]})], ends={str(k): [4, 4]}, txn_timeout_ms=1000)
+
+
+def a_consumer_stuck_at_an_open_transaction(h: History, k: int, p: int) -> None:
+    """One consumer keeps reporting the end it last reached for 20 s, while
+    another sees the transaction aborted after 5 s and reads on: one witness
+    is not enough."""
+    h.txn(p, [send(k, 1, 0)])
+    h.txn(p + 1, [send(k, 2, 2)])
     _drain(h, p + 2, k, [(0, 1)])
-    _final_read(h, p + 2, k, 1, 4)
-    _final_read(h, p + 2, k, 1, 4, after_s=10)
-    _final_read(h, p + 2, k, 2, 4, after_s=1)
-    _final_read(h, p + 2, k, 2, 4, after_s=10)
-    h.txn(p + 2, [poll({k: [(3, 2)]})], ends={str(k): [4, 4]}, txn_timeout_ms=1000)
+    _drain(h, p + 3, k, [(0, 1)])
+    _final_reads(h, [p + 2, p + 3], k, 1, 3)
+    h.clock += 5_000_000_000
+    h.txn(p + 3, [poll({k: [(2, 2)]})], ends={str(k): [3, 3]}, txn_timeout_ms=1000)
+    _final_reads(h, [p + 2], k, 1, 3, after_s=15)
 
 
 NEAR_MISSES: dict[str, Scenario] = {

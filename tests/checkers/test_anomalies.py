@@ -21,6 +21,7 @@ NEAR = {
     "subscribed-poll-skip": scenarios.subscribed_poll_skip,
     "logged-offset-reset": scenarios.logged_offset_reset,
     "offset-reset-on-a-failed-op": scenarios.offset_reset_on_a_failed_op,
+    "a-consumer-stuck-at-an-open-transaction": scenarios.a_consumer_stuck_at_an_open_transaction,
 }
 
 

@@ -102,6 +102,7 @@ SAMPLES: dict[str, Case] = {
         "offset": 1,
         "high_watermark": 3,
         "open_s": 20.0,
+        "consumers": 2,
         "txn_timeout_s": 1.0,
         "first": op(1, f="poll"),
         "op": op(2, f="poll"),

@@ -34,3 +34,4 @@ def test_the_transaction_timeout_final_reads_name_is_the_producers() -> None:
         "k1:9092", (0,), transactional=True, properties={"transaction.timeout.ms": "60000"}
     )
     assert own.txn_timeout_ms == 60_000
+    assert ClientConfig("k1:9092", (0,)).txn_timeout_ms is None
