@@ -50,9 +50,10 @@ acceptance: setup
 
 # Re-records the checker's history corpus (tests/data/histories/) from live
 # runs; CASES selects by pattern, e.g. make record CASES='nightly/bug-no-dedup*';
-# TRIES=N runs each case up to N times until one checks as expected.
+# TRIES=N runs each case up to N times until one checks as expected; FROM=RUN
+# keeps that stored run of the one case selected instead.
 record: setup
-	$(BIN)/python scripts/record_histories.py $(foreach c,$(CASES),'$(c)') $(if $(TRIES),--tries $(TRIES))
+	$(BIN)/python scripts/record_histories.py $(foreach c,$(CASES),'$(c)') $(if $(TRIES),--tries $(TRIES)) $(if $(FROM),--from '$(FROM)')
 
 # The detection table (docs/detection.md): each bug mode and the correct
 # broker on every workload, ROUNDS times (default 1) on seeds drawn at

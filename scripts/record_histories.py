@@ -12,6 +12,12 @@ mode on some seeds only). Needs root (network namespaces), like
 ``jepka test``; one cluster runs at a time.
 
     .venv/bin/python scripts/record_histories.py [PATTERN ...] [--list] [--tries N] [--store DIR]
+    .venv/bin/python scripts/record_histories.py CASE --from RUN
+
+``--from RUN`` keeps a stored run of the one case selected instead of a new
+run, once its settings and seed are shown to be the case's: a detection
+case whose bug mode a random seed finds seldom is recorded from the
+detection run that found it.
 
 A PATTERN (shell-style) selects cases by id (``SUITE/CASE``) or case name,
 e.g. ``'nightly/bug-no-dedup*'`` or ``'*group*kill*'``; none selects all.
@@ -63,14 +69,47 @@ def replace(path: Path, write: Any) -> None:
 def record(entry: Entry, store: Path) -> list[str]:
     """Runs the entry's case and keeps its history if it checks as expected;
     the problems that kept it out otherwise."""
-    from checkers import check
     from harness.cli.suite import run_case
 
     seed = {"seed": random.SystemRandom().randrange(1, 2**31)} if entry.random_seed else {}
     attempt = run_case(entry.case, {**entry.settings, **seed}, str(store))
     if attempt.run is None:
         return [f"crashed: {attempt.error}"]
-    run = Path(attempt.run)
+    return keep(entry, Path(attempt.run), {**seed, "run_seconds": round(attempt.seconds, 1)})
+
+
+def record_stored(entry: Entry, run: Path) -> list[str]:
+    """Keeps a run made before (by ``jepka detect``, say) as the entry's
+    recording, if it is a run of the entry's case, on the seed it names, and
+    checks as expected: a bug mode that a random seed finds seldom gets a
+    recording of the run that found it."""
+    from harness.cli.suite import settings_only
+    from harness.spec import resolve
+
+    try:
+        test = json.loads((run / "test.json").read_text())
+        seed = int(test["seed"])
+        made = test["spec"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return [f"{run}: not a stored run ({type(e).__name__}: {e})"]
+    settings = {**entry.settings, "seed": seed} if entry.random_seed else entry.settings
+    want = resolve(settings_only(settings), {"name": "", "store": ""}, entry.case).to_dict()
+    ignored = ("name", "store")
+    differ = sorted(
+        k
+        for k in set(want) | set(made)
+        if k not in ignored and json.dumps(want.get(k)) != json.dumps(made.get(k))
+    )
+    if differ:
+        return [f"{run} is not a run of {entry.id}: its {', '.join(differ)} differ"]
+    return keep(entry, run, {"seed": seed} if entry.random_seed else {})
+
+
+def keep(entry: Entry, run: Path, more: dict[str, Any]) -> list[str]:
+    """Keeps ``run``'s history as the entry's recording, with ``more`` in its
+    expectation, if its live and offline checks agree and meet the case."""
+    from checkers import check
+
     if not (run / HISTORY).is_file():
         return [f"no {HISTORY} (run: {run})"]
     live = outcome(json.loads((run / "results.json").read_text()))
@@ -84,7 +123,7 @@ def record(entry: Entry, store: Path) -> list[str]:
         return problems
     entry.path.mkdir(parents=True, exist_ok=True)
     replace(entry.path / HISTORY, lambda tmp: shutil.copyfile(run / HISTORY, tmp))
-    expectation = {**entry.describe(), **offline, **seed, "run_seconds": round(attempt.seconds, 1)}
+    expectation = {**entry.describe(), **offline, **more}
     replace(
         entry.path / EXPECTATION,
         lambda tmp: tmp.write_text(json.dumps(expectation, indent=2, sort_keys=True) + "\n"),
@@ -102,6 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--store", type=Path, default=ROOT / "store" / "record", help="where the runs go"
     )
+    parser.add_argument(
+        "--from",
+        dest="stored",
+        type=Path,
+        metavar="RUN",
+        help="keep this stored run of the one case selected instead of running it",
+    )
     args = parser.parse_args(argv)
     chosen = selected(args.patterns)
     if not chosen:
@@ -110,6 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(e.id for e in chosen))
         return 0
+    if args.stored is not None:
+        if len(chosen) != 1:
+            print(f"--from: select one case, not {len(chosen)}", file=sys.stderr)
+            return 2
+        problems = record_stored(chosen[0], args.stored)
+        print(f"{chosen[0].id}: {'REFUSED: ' + '; '.join(problems) if problems else 'kept'}")
+        return 1 if problems else 0
     refused: dict[str, list[str]] = {}
     for i, entry in enumerate(chosen, 1):
         print(f"record {i}/{len(chosen)}: {entry.id}", flush=True)

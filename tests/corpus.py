@@ -55,7 +55,7 @@ REVERSE = (
 )
 # Bug modes of the detection table that its standard mix has not found yet
 # (docs/detection.md): there is no invalid run of theirs to record.
-NOT_FOUND_YET = ("delayed-endtxn", "no-epoch-fencing")
+NOT_FOUND_YET = ("delayed-endtxn",)
 
 
 @dataclass(frozen=True)
