@@ -88,10 +88,11 @@ def record_stored(entry: Entry, run: Path) -> list[str]:
 
     try:
         test = json.loads((run / "test.json").read_text())
-        seed = int(test["seed"])
-        made = test["spec"]
+        seed, made, status = int(test["seed"]), dict(test["spec"]), test.get("status")
     except (OSError, ValueError, KeyError, TypeError) as e:
         return [f"{run}: not a stored run ({type(e).__name__}: {e})"]
+    if status != "completed":
+        return [f"{run}: the run did not complete (status {status!r})"]
     settings = {**entry.settings, "seed": seed} if entry.random_seed else entry.settings
     want = resolve(settings_only(settings), {"name": "", "store": ""}, entry.case).to_dict()
     ignored = ("name", "store")
@@ -102,7 +103,8 @@ def record_stored(entry: Entry, run: Path) -> list[str]:
     )
     if differ:
         return [f"{run} is not a run of {entry.id}: its {', '.join(differ)} differ"]
-    return keep(entry, run, {"seed": seed} if entry.random_seed else {})
+    more = {"seed": seed} if entry.random_seed else {}
+    return keep(entry, run, {**more, "recorded_from": f"{run.parent.name}/{run.name}"})
 
 
 def keep(entry: Entry, run: Path, more: dict[str, Any]) -> list[str]:
@@ -110,8 +112,9 @@ def keep(entry: Entry, run: Path, more: dict[str, Any]) -> list[str]:
     expectation, if its live and offline checks agree and meet the case."""
     from checkers import check
 
-    if not (run / HISTORY).is_file():
-        return [f"no {HISTORY} (run: {run})"]
+    for needed in (HISTORY, "results.json"):
+        if not (run / needed).is_file():
+            return [f"no {needed} (run: {run})"]
     live = outcome(json.loads((run / "results.json").read_text()))
     offline = outcome(check(str(run / HISTORY)))
     problems = [f"{p} (run: {run})" for p in against_case(entry, live)]

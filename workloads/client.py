@@ -85,8 +85,9 @@ class ClientConfig:
     def txn_timeout_ms(self) -> int | None:
         """The producers' ``transaction.timeout.ms`` (jepka's, or the one the
         client properties set); None where they are not transactional."""
-        timeout = self.producer_conf(0).get("transaction.timeout.ms")
-        return None if timeout is None else int(timeout)
+        if not self.transactional:
+            return None
+        return int(self.producer_conf(0)["transaction.timeout.ms"])
 
     def admin_conf(self) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap, "logger": LIBRDKAFKA_LOG, **self.properties}

@@ -56,24 +56,36 @@ def _held(reports: np.ndarray, limit: int) -> dict[int, tuple[int, int, int]]:
     return out
 
 
+def _moved_past(ends: np.ndarray, end: int, since: int) -> bool:
+    """Whether a final read reported an end past ``end`` after ``since``:
+    the last stable offset moved on, whatever other consumers still report."""
+    return bool(np.any((ends[:, 0] > since) & (ends[:, 1] > end)))
+
+
 def hanging_transaction(kl: KeyLog) -> Iterator[Case]:
     """The end the key's final reads saw held below the high watermark, at
     the same offset, for longer than the producers' transaction timeout and
-    the coordinator's slack, by at least :data:`WITNESSES` consumers: one
-    instance per key, for the offset most of them saw held."""
+    the coordinator's slack, by at least :data:`WITNESSES` consumers, and
+    that no final read saw passed once they began: one instance per key,
+    for the offset most of them saw held."""
     ends = kl.ctx.final_ends.get(kl.key)
     limit = kl.ctx.txn_timeout_ns
     if ends is None or limit is None:
         return
-    held: dict[int, list[tuple[int, int, int]]] = {}  # end → (length, first, last) by row
+    # end offset → each witness's longest stretch: (length, first row, last row)
+    held: dict[int, list[tuple[int, int, int]]] = {}
     for process in np.unique(ends[:, 4]):
         mine = np.flatnonzero(ends[:, 4] == process)
         for end, (length, a, b) in _held(ends[mine], limit + COORDINATOR_SLACK_NS).items():
             held.setdefault(end, []).append((length, int(mine[a]), int(mine[b])))
-    seen = [(len(w), max(w)[0], end) for end, w in held.items() if len(w) >= WITNESSES]
+    seen = [
+        (len(w), max(length for length, _, _ in w), end)
+        for end, w in held.items()
+        if len(w) >= WITNESSES and not _moved_past(ends, end, min(ends[a, 0] for _, a, _ in w))
+    ]
     if not seen:
         return
-    _, _, end = max(seen)
+    _, longest, end = max(seen)
     witnesses = held[end]
     first = min(a for _, a, _ in witnesses)
     last = max(b for _, _, b in witnesses)
@@ -81,7 +93,7 @@ def hanging_transaction(kl: KeyLog) -> Iterator[Case]:
         "key": kl.key,
         "offset": end,
         "high_watermark": int(ends[last, 2]),
-        "open_s": round(max(witnesses)[0] / 1e9, 1),
+        "open_s": round(longest / 1e9, 1),
         "consumers": len(witnesses),
         "txn_timeout_s": round(limit / 1e9, 1),
         "first": kl.ctx.op_ref(int(ends[first, 3])),

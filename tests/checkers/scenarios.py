@@ -345,18 +345,34 @@ def near_hanging_transaction(h: History, k: int, p: int) -> None:
         h.txn(r, [poll({k: [(3, 2)]})], ends={str(k): [4, 4]}, txn_timeout_ms=1000)
 
 
+def _stuck(h: History, ps: list[int], k: int, end: int, high: int, every_s: float, n: int):
+    """``n`` rounds of final reads ``every_s`` apart, by consumers whose
+    fetches stopped: each reports the same end again."""
+    for _ in range(n):
+        _final_reads(h, ps, k, end, high, after_s=every_s)
+
+
 def a_consumer_stuck_at_an_open_transaction(h: History, k: int, p: int) -> None:
-    """One consumer keeps reporting the end it last reached for 20 s, while
-    another sees the transaction aborted after 5 s and reads on: one witness
-    is not enough."""
+    """One consumer keeps reporting the end it last reached for 25 s, while
+    another had read past it before: one witness is not enough."""
     h.txn(p, [send(k, 1, 0)])
     h.txn(p + 1, [send(k, 2, 2)])
     _drain(h, p + 2, k, [(0, 1)])
-    _drain(h, p + 3, k, [(0, 1)])
-    _final_reads(h, [p + 2, p + 3], k, 1, 3)
-    h.clock += 5_000_000_000
-    h.txn(p + 3, [poll({k: [(2, 2)]})], ends={str(k): [3, 3]}, txn_timeout_ms=1000)
-    _final_reads(h, [p + 2], k, 1, 3, after_s=15)
+    h.txn(p + 3, [poll({k: [(0, 1), (2, 2)]})], ends={str(k): [3, 3]}, txn_timeout_ms=1000)
+    _stuck(h, [p + 2], k, 1, 3, every_s=5, n=6)
+
+
+def two_consumers_stuck_while_a_third_reads_on(h: History, k: int, p: int) -> None:
+    """Two consumers keep reporting the end they last reached for 25 s; a
+    third reads past it 5 s in: the last stable offset moved on."""
+    h.txn(p, [send(k, 1, 0)])
+    h.txn(p + 1, [send(k, 2, 2)])
+    for r in (p + 2, p + 3, p + 4):
+        _drain(h, r, k, [(0, 1)])
+    _final_reads(h, [p + 2, p + 3, p + 4], k, 1, 3)
+    _final_reads(h, [p + 2, p + 3], k, 1, 3, after_s=5)
+    h.txn(p + 4, [poll({k: [(2, 2)]})], ends={str(k): [3, 3]}, txn_timeout_ms=1000)
+    _stuck(h, [p + 2, p + 3], k, 1, 3, every_s=5, n=5)
 
 
 NEAR_MISSES: dict[str, Scenario] = {

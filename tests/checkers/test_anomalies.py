@@ -22,6 +22,9 @@ NEAR = {
     "logged-offset-reset": scenarios.logged_offset_reset,
     "offset-reset-on-a-failed-op": scenarios.offset_reset_on_a_failed_op,
     "a-consumer-stuck-at-an-open-transaction": scenarios.a_consumer_stuck_at_an_open_transaction,
+    "two-consumers-stuck-while-a-third-reads-on": (
+        scenarios.two_consumers_stuck_while_a_third_reads_on
+    ),
 }
 
 
@@ -83,6 +86,15 @@ def test_near_miss_is_not_flagged(near_misses, name: str) -> None:
     result, keys = near_misses
     k = keys[name]
     assert kinds_at(result, {k, k + 1}) == set()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["a-consumer-stuck-at-an-open-transaction", "two-consumers-stuck-while-a-third-reads-on"],
+)
+def test_stuck_consumers_alone_show_no_hanging_transaction(near_misses, name: str) -> None:
+    result, keys = near_misses
+    assert kinds_at(result, {keys[name]}) == set()
 
 
 def test_near_miss_history_is_valid(near_misses) -> None:

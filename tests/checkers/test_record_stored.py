@@ -40,7 +40,8 @@ def stored_run(at: Path, case: str, **changed) -> tuple[Path, int]:
     spec = resolve(settings, {"name": "", "store": "store/d1"}, entry.case).to_dict()
     at.mkdir()
     shutil.copyfile(entry.path / HISTORY, at / HISTORY)
-    (at / "test.json").write_text(json.dumps({"seed": seed, "spec": spec}))
+    test = {"seed": seed, "spec": spec, "status": "completed"}
+    (at / "test.json").write_text(json.dumps(test))
     live = {
         "valid": recorded["verdict"] == "valid",
         "stats": {"anomaly_counts": recorded["anomalies"]},
@@ -59,13 +60,18 @@ def test_a_stored_run_of_the_case_is_kept_and_others_are_refused(
     changed, _ = stored_run(tmp_path / "changed", entry.id, nodes=3)
     monkeypatch.setattr(corpus, "CORPUS", tmp_path / "corpus")
 
-    assert "its bug differ" in record.record_stored(other, run)[0]
+    (refused,) = record.record_stored(other, run)
+    assert "bug" in refused.partition(" its ")[2].split(" differ")[0].split(", ")
     assert not (tmp_path / "corpus").exists()
     assert record.record_stored(entry, run) == []
-    kept = json.loads(
-        (tmp_path / "corpus" / "detect" / "no-epoch-fencing" / EXPECTATION).read_text()
-    )
-    assert kept["seed"] == seed and kept["verdict"] == "invalid"  # as the offline check says
+    kept = tmp_path / "corpus" / "detect" / "no-epoch-fencing"
+    assert (kept / HISTORY).read_bytes() == (run / HISTORY).read_bytes()
+    expectation = json.loads((kept / EXPECTATION).read_text())
+    assert expectation["seed"] == seed and expectation["verdict"] == "invalid"
+    assert expectation["recorded_from"] == f"{tmp_path.name}/run"
 
     assert "its nodes differ" in record.record_stored(entry, changed)[0]
     assert "not a stored run" in record.record_stored(entry, tmp_path)[0]
+    test = json.loads((run / "test.json").read_text())
+    (run / "test.json").write_text(json.dumps({**test, "status": "interrupted"}))
+    assert "did not complete" in record.record_stored(entry, run)[0]

@@ -35,3 +35,5 @@ def test_the_transaction_timeout_final_reads_name_is_the_producers() -> None:
     )
     assert own.txn_timeout_ms == 60_000
     assert ClientConfig("k1:9092", (0,)).txn_timeout_ms is None
+    plain = ClientConfig("k1:9092", (0,), properties={"transaction.timeout.ms": "60000"})
+    assert plain.txn_timeout_ms is None
