@@ -17,6 +17,7 @@ from control.backends import docker as docker_backend
 from control.backends.base import Node
 from control.db.container import ContainerKafka
 from control.remote import Result
+from tests.eventually import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.slow]
 
@@ -91,8 +92,12 @@ def test_pause_kill_restart_and_logs(container: Container, tmp_path: Path) -> No
     assert container.attrs["State"]["ExitCode"] == 137  # SIGKILL
     db.start(node, [node])
     assert db.running(node)
-    (log,) = db.collect_logs(node, str(tmp_path / "n1"))
-    assert Path(log).read_text().count("main-process-says-hi") == 2  # once per start
+
+    def said_hi_twice() -> bool:  # once per start; the engine copies output in its own time
+        (log,) = db.collect_logs(node, str(tmp_path / "n1"))
+        return Path(log).read_text().count("main-process-says-hi") == 2
+
+    eventually(said_hi_twice, 10, what="the restarted container's line in its logs")
 
     container.remove(force=True)
     with pytest.raises(docker_backend.DockerError, match=f"container {container.name}.*gone"):
