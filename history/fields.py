@@ -1,4 +1,5 @@
-"""Checks on an op's core fields, shared by every reader.
+"""Checks on an op's core fields and on the extra fields the checker
+parses, shared by every reader.
 
 Values (micro-ops, key lists) are checked while flattening, in
 :mod:`history.flatten`, so each element is visited once.
@@ -73,3 +74,46 @@ def _check_slowly(d: dict[str, Any], default_index: int | None) -> tuple[Any, ..
         raise ValueError(f"field 'f' must be a non-empty string, got {describe(f)}")
     extra = {k: v for k, v in d.items() if k not in CORE_FIELDS}
     return index, time, op_type, process, f, d.get("value"), extra
+
+
+RESET_FIELDS = ("key", "from", "to")
+
+
+def _check_resets(resets: Any) -> None:
+    """``offset_resets`` must be ``[{key, from, to}]`` of integers (the
+    checker parses it from ``extra``)."""
+    if type(resets) is not list:
+        raise ValueError(f"offset_resets must be a list, got {describe(resets)}")
+    for r in resets:
+        if type(r) is not dict or any(type(r.get(f)) is not int for f in RESET_FIELDS):
+            raise ValueError(
+                f"offset_resets entry must be a map of integer key, from and to, got {describe(r)}"
+            )
+
+
+def _check_ends(ends: Any) -> None:
+    """``ends`` must be ``{key: [end, high watermark]}`` of integers (the
+    checker parses it from ``extra``)."""
+    if type(ends) is not dict:
+        raise ValueError(f"ends must be a map, got {describe(ends)}")
+    for k, pair in ends.items():
+        if type(k) is not int and not (type(k) is str and INT_TEXT.fullmatch(k)):
+            raise ValueError(f"ends key must be an integer, got {describe(k)}")
+        if type(pair) is not list or len(pair) != 2 or any(type(x) is not int for x in pair):
+            raise ValueError(
+                f"ends of key {k} must be [end, high watermark] of integers, got {describe(pair)}"
+            )
+
+
+def check_extra(extra: dict[str, Any]) -> None:
+    """The extra fields the checker parses (``offset_resets``, ``ends``,
+    ``txn_timeout_ms``) have their shapes; raises ``ValueError`` naming the
+    field. Other extra fields are kept as they are."""
+    if "offset_resets" in extra:
+        _check_resets(extra["offset_resets"])
+    if "ends" in extra:
+        _check_ends(extra["ends"])
+    if "txn_timeout_ms" in extra and type(extra["txn_timeout_ms"]) is not int:
+        raise ValueError(
+            f"txn_timeout_ms must be an integer, got {describe(extra['txn_timeout_ms'])}"
+        )

@@ -29,7 +29,7 @@ import orjson
 import pyarrow as pa
 
 from history.errors import HistoryError
-from history.fields import INT_TEXT, check_core, describe
+from history.fields import INT_TEXT, check_core, check_extra, describe
 from history.op import Op
 from history.pairing import attach_pairs
 from history.schema import FLAT_SCHEMA, LINE
@@ -80,35 +80,6 @@ def _rebalance_keys(log: Any) -> list[int]:
             raise ValueError(f"rebalance_log entry must be a map with keys, got {describe(event)}")
         keys.extend(_int_list(event["keys"], "rebalance_log keys"))
     return keys
-
-
-RESET_FIELDS = ("key", "from", "to")
-
-
-def _check_resets(resets: Any) -> None:
-    """``offset_resets`` must be ``[{key, from, to}]`` of integers (the
-    checker parses it from ``extra``)."""
-    if type(resets) is not list:
-        raise ValueError(f"offset_resets must be a list, got {describe(resets)}")
-    for r in resets:
-        if type(r) is not dict or any(type(r.get(f)) is not int for f in RESET_FIELDS):
-            raise ValueError(
-                f"offset_resets entry must be a map of integer key, from and to, got {describe(r)}"
-            )
-
-
-def _check_ends(ends: Any) -> None:
-    """``ends`` must be ``{key: [end, high watermark]}`` of integers (the
-    checker parses it from ``extra``)."""
-    if type(ends) is not dict:
-        raise ValueError(f"ends must be a map, got {describe(ends)}")
-    for k, pair in ends.items():
-        if type(k) is not int and not (type(k) is str and INT_TEXT.fullmatch(k)):
-            raise ValueError(f"ends key must be an integer, got {describe(k)}")
-        if type(pair) is not list or len(pair) != 2 or any(type(x) is not int for x in pair):
-            raise ValueError(
-                f"ends of key {k} must be [end, high watermark] of integers, got {describe(pair)}"
-            )
 
 
 SPARSE_COLUMNS = ("keys", "rebalance_keys", "error", "payload", "extra")
@@ -179,14 +150,7 @@ class FlatBuilder:
                     rest = {k: v for k, v in extra.items() if k != "error"}
                 if "rebalance_log" in rest:
                     rebalance = _rebalance_keys(rest["rebalance_log"])
-                if "offset_resets" in rest:
-                    _check_resets(rest["offset_resets"])
-                if "ends" in rest:
-                    _check_ends(rest["ends"])
-                if "txn_timeout_ms" in rest and type(rest["txn_timeout_ms"]) is not int:
-                    raise ValueError(
-                        f"txn_timeout_ms must be an integer, got {describe(rest['txn_timeout_ms'])}"
-                    )
+                check_extra(rest)
                 if rest:
                     extra_json = _dumps(rest)
         except (ValueError, TypeError) as e:

@@ -1,15 +1,18 @@
 """jepka's ``history.parquet``: the flat table as written, checked on reading
-(schema, op-start rows, op types, history order) so a foreign or damaged file
-fails with the row at fault instead of confusing the analyses."""
+(schema, op-start rows, op types, history order, the extra fields the
+checker parses) so a foreign or damaged file fails with the row at fault
+instead of confusing the analyses."""
 
 from __future__ import annotations
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from history.errors import HistoryError
+from history.fields import check_extra, describe
 from history.op import OP_TYPES
 from history.pairing import attach_pairs, compute_pairs
 from history.schema import FLAT_SCHEMA, LINE
@@ -134,3 +137,20 @@ def _check_ops(path: str, table: pa.Table, rows: np.ndarray | None) -> None:
         zero_copy_only=False
     )
     _first(path, ~known, "unknown op type (expected invoke, ok, fail or info)", rows)
+    _check_extras(path, table, rows)
+
+
+def _check_extras(path: str, table: pa.Table, rows: np.ndarray | None) -> None:
+    """Each ``extra`` is a JSON map whose fields the checker parses have
+    their shapes, as the JSON readers check them while flattening."""
+    extra = table["extra"].combine_chunks()
+    present = np.flatnonzero(pc.is_valid(extra).to_numpy(zero_copy_only=False))
+    for at, text in zip(present, extra.drop_null().to_pylist(), strict=True):
+        try:
+            fields = orjson.loads(text)
+            if type(fields) is not dict:
+                raise ValueError(f"must be a JSON map, got {describe(fields)}")
+            check_extra(fields)
+        except ValueError as e:
+            row = at if rows is None else rows[at]
+            raise HistoryError(path, int(row) + 1, f"column 'extra': {e}") from None

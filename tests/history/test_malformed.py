@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -157,6 +158,41 @@ def test_check_parquet_reads_only_what_it_checks(tmp_path: Path) -> None:
     with pytest.raises(HistoryError) as err:
         check_parquet(str(path))
     assert err.value.line == 2
+
+
+PARQUET_EXTRAS = {
+    "not JSON": ('{"ends": ', "column 'extra': unexpected end of data"),
+    "not a map": ("[1, 2]", "column 'extra': must be a JSON map"),
+    "ends": ('{"ends": {"1": [3]}}', "ends of key 1 must be [end, high watermark]"),
+    "offset resets": ('{"offset_resets": [{"key": 1}]}', "offset_resets entry"),
+    "txn timeout": ('{"txn_timeout_ms": 1.5}', "txn_timeout_ms must be an integer"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PARQUET_EXTRAS))
+@pytest.mark.parametrize("reader", [read_flat, check_parquet])
+def test_parquet_extra_fields_are_checked(
+    tmp_path: Path, case: str, reader: Callable[[Path], object]
+) -> None:
+    """A foreign table's ``extra`` holding a field the checker parses in a
+    wrong shape fails at its row, as it would in a JSON history."""
+    src = tmp_path / "h.jsonl"
+    src.write_text(
+        op(0, "invoke", "poll", '[["poll"]]') + "\n" + op(1, "ok", "poll", '[["poll", {}]]') + "\n"
+    )
+    table = read_flat(src)
+    text, fragment = PARQUET_EXTRAS[case]
+    good = table.set_column(
+        table.column_names.index("extra"), "extra", pa.array([None, '{"ends": {"1": [3, 4]}}'])
+    )
+    path = tmp_path / "h.parquet"
+    write_parquet(good, str(path))
+    reader(path)
+    bad = table.set_column(table.column_names.index("extra"), "extra", pa.array([None, text]))
+    write_parquet(bad, str(path))
+    with pytest.raises(HistoryError) as err:
+        reader(path)
+    assert (err.value.line, fragment in err.value.message) == (2, True), str(err.value)
 
 
 def test_cli_reports_one_line_and_254(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
