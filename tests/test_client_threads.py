@@ -73,4 +73,7 @@ def test_a_leaked_producer_fails_its_test_and_the_run_exits_at_once(tmp_path: Pa
     assert "2 passed, 1 error" in out, out  # test_leaks passes, then fails its teardown
     assert re.search(r"test_leak.py::test_leaks left 3 Kafka client threads \(.*rdk:main", out)
     assert "test_closes left" not in out
-    assert re.search(r"FAILED: 3 Kafka client threads \(.*\) still alive at the end", out), out
+    # the leaked producer may have started or ended a broker thread since its test's teardown
+    assert re.search(
+        r"FAILED: \d+ Kafka client threads? \(.*rdk:main.*\) still alive at the end", out
+    ), out
