@@ -78,16 +78,16 @@ def hanging_transaction(kl: KeyLog) -> Iterator[Case]:
         mine = np.flatnonzero(ends[:, 4] == process)
         for end, (length, a, b) in _held(ends[mine], limit + COORDINATOR_SLACK_NS).items():
             held.setdefault(end, []).append((length, int(mine[a]), int(mine[b])))
-    seen = [
-        (len(w), max(length for length, _, _ in w), end)
-        for end, w in held.items()
-        if len(w) >= WITNESSES and not _moved_past(ends, end, min(ends[a, 0] for _, a, _ in w))
-    ]
+    # (witnesses, longest stretch, end offset, the witnesses' first row)
+    seen: list[tuple[int, int, int, int]] = []
+    for end, w in held.items():
+        first = min(a for _, a, _ in w)
+        if len(w) >= WITNESSES and not _moved_past(ends, end, ends[first, 0]):
+            seen.append((len(w), max(length for length, _, _ in w), end, first))
     if not seen:
         return
-    _, longest, end = max(seen)
+    _, longest, end, first = max(seen)
     witnesses = held[end]
-    first = min(a for _, a, _ in witnesses)
     last = max(b for _, _, b in witnesses)
     yield {
         "key": kl.key,
