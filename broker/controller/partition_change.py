@@ -9,10 +9,13 @@ on, any live replica may lead, and the ISR restarts from that replica alone.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 
 from broker.metadata.image import PartitionRegistration
 from broker.metadata.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
+
+log = logging.getLogger(__name__)
 
 
 def isr_without(isr: tuple[int, ...], broker_id: int) -> tuple[int, ...]:
@@ -52,10 +55,15 @@ def build_change(
     prefer_preferred: bool = False,
 ) -> PartitionChangeRecord | None:
     """The change record taking the partition to its elected state, or None if none."""
-    isr = registration.isr if target_isr is None else target_isr
-    leader, isr = elect_leader(registration, isr, eligible, unclean, prefer_preferred)
+    in_sync = registration.isr if target_isr is None else target_isr
+    leader, isr = elect_leader(registration, in_sync, eligible, unclean, prefer_preferred)
     if leader == registration.leader and isr == registration.isr:
         return None
+    if leader != NO_LEADER and leader not in in_sync:  # Kafka logs this one too, at info
+        log.info(
+            "setting new leader for topic %s partition %d to %d using an unclean election",
+            topic_id, partition_id, leader,
+        )  # fmt: skip
     return PartitionChangeRecord(
         topic_id,
         partition_id,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
@@ -155,12 +157,21 @@ def test_unclean_off_leaves_partition_offline_and_keeps_last_isr_member() -> Non
     assert len(back) == 1 and back[0].leader == 1  # type: ignore[union-attr]
 
 
-def test_unclean_on_elects_an_out_of_sync_replica() -> None:
+def test_unclean_on_elects_an_out_of_sync_replica(caplog: pytest.LogCaptureFixture) -> None:
     image = with_partition(cluster_image([1, 2, 3]), (1, 2, 3), (1,), 1)
-    changes = manager(unclean_leader_election=True).handle_broker_fenced(image, 1)
+    with caplog.at_level(logging.INFO, "broker.controller.partition_change"):
+        changes = manager(unclean_leader_election=True).handle_broker_fenced(image, 1)
     after = with_records(image, [FenceBrokerRecord(1, 101), *changes])
     reg = after.partition("id-t", 0)
     assert reg is not None and reg.leader == 2 and reg.isr == (2,)
+    assert caplog.messages == [
+        "setting new leader for topic id-t partition 0 to 2 using an unclean election"
+    ]
+    caplog.clear()
+    in_sync = with_partition(cluster_image([1, 2, 3]), (1, 2, 3), (1, 2), 1)
+    with caplog.at_level(logging.INFO, "broker.controller.partition_change"):
+        manager().handle_broker_fenced(in_sync, 1)
+    assert caplog.messages == []  # a clean election says nothing
 
 
 def test_topic_config_overrides_the_unclean_default() -> None:
