@@ -107,12 +107,16 @@ def _check_ends(ends: Any) -> None:
 
 def check_extra(extra: dict[str, Any]) -> None:
     """The extra fields the checker parses (``offset_resets``, ``ends``,
-    ``txn_timeout_ms``) have their shapes; raises ``ValueError`` naming the
+    ``refused``, ``txn_timeout_ms``) have their shapes; raises ``ValueError`` naming the
     field. Other extra fields are kept as they are."""
     if "offset_resets" in extra:
         _check_resets(extra["offset_resets"])
     if "ends" in extra:
         _check_ends(extra["ends"])
+    if "refused" in extra:
+        refused = extra["refused"]
+        if type(refused) is not list or any(type(i) is not int or i < 0 for i in refused):
+            raise ValueError(f"refused must be a list of micro-op indexes, got {describe(refused)}")
     if "txn_timeout_ms" in extra and type(extra["txn_timeout_ms"]) is not int:
         raise ValueError(
             f"txn_timeout_ms must be an integer, got {describe(extra['txn_timeout_ms'])}"

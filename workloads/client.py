@@ -252,7 +252,10 @@ class QueueClient:
         commit = None
         if self.consumer is not None and self.consumer.subscribed and error is None:
             commit = self._commit(_merged_polls(results))
-        done = completion(op, results, _combine(error, outcomes))
+        done = completion(op, results, _combine(error, list(outcomes.values())))
+        refused = [i for i, o in outcomes.items() if o is not None and o.type == "fail"]
+        if refused and done["type"] == "info":
+            done["refused"] = refused  # certainly not written, though others may be
         if commit is not None:
             done["commit"] = commit
         return done
@@ -369,11 +372,11 @@ class QueueClient:
 
     def _fill_sends(
         self, mops: list[Any], results: list[Any], sends: dict[int, list[Any]]
-    ) -> list[Outcome | None]:
+    ) -> dict[int, Outcome | None]:
         """Puts each send's ``[offset, value]`` into ``results`` (offset None
         if unknown; micro-ops never reached keep their invocation form) and
-        returns each delivery's outcome."""
-        outcomes: list[Outcome | None] = []
+        returns each delivery's outcome by micro-op index."""
+        outcomes: dict[int, Outcome | None] = {}
         for i, mop in enumerate(mops):
             if i >= len(results):
                 results.append(mop)
@@ -381,11 +384,11 @@ class QueueClient:
                 err, offset, done = sends[i]
                 results[i] = ["send", mop[1], [offset, mop[2]]]
                 if not done:
-                    outcomes.append(Outcome("info", "undelivered"))
+                    outcomes[i] = Outcome("info", "undelivered")
                 elif err is not None:
-                    outcomes.append(classify_delivery(err))
+                    outcomes[i] = classify_delivery(err)
                 else:
-                    outcomes.append(None)
+                    outcomes[i] = None
         return outcomes
 
 

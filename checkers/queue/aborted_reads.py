@@ -12,10 +12,11 @@ from checkers.wording import at_offset, op_name
 
 
 def g1a(kl: KeyLog) -> Iterator[Case]:
-    """G1a, aborted read: an OK poll returned a value whose sending op definitely
-    failed. A read_committed consumer must never see an aborted transaction's
-    records."""
-    failed = np.flatnonzero(kl.is_send & (kl.type == FAIL))
+    """G1a, aborted read: an OK poll returned a value whose send definitely
+    failed: its op failed, or its client saw that send refused. A
+    read_committed consumer must never see an aborted transaction's records,
+    nor any consumer a write the broker refused."""
+    failed = np.flatnonzero(kl.is_send & ((kl.type == FAIL) | kl.refused))
     reads = kl.ok_polls_of(kl.value[failed])
     i, j = equi_join(kl.value[reads], kl.value[failed])
     for r, w in zip(reads[i], failed[j], strict=True):
@@ -25,6 +26,7 @@ def g1a(kl: KeyLog) -> Iterator[Case]:
             "offset": kl.offset_at(int(r)),
             "writer": kl.op_ref(int(w)),
             "reader": kl.op_ref(int(r)),
+            **({"refused_mop": int(kl.mop_index[w])} if kl.refused[w] else {}),
         }
 
 
@@ -49,9 +51,10 @@ def precommitted_read(kl: KeyLog) -> Iterator[Case]:
 
 
 def _explain_g1a(c: Case) -> str:
+    what = f"its send #{c['refused_mop']} was refused" if "refused_mop" in c else "an aborted write"
     return (
         f"{op_name(c['reader'])} polled {c['value']} from key {c['key']} "
-        f"{at_offset(c['offset'])}, which {op_name(c['writer'])} sent: an aborted write."
+        f"{at_offset(c['offset'])}, which {op_name(c['writer'])} sent: {what}."
     )
 
 

@@ -10,6 +10,7 @@ broadcast to the per-key analyses.
   was assigned);
 * the partition ends the final reads reached, and the producers'
   transaction timeout they name;
+* the sends the client saw refused inside ops that are info as a whole;
 * the time axis of the figures.
 """
 
@@ -32,6 +33,12 @@ GRAPH_FS = ("send", "poll", "txn")
 # A process code and an op index in one sortable int64: ops of one process,
 # in history order.
 PROCESS_SHIFT = 1 << 40
+# An op index and a micro-op index in one sortable int64.
+MOP_SHIFT = 1 << 20
+
+
+def mop_code(index: np.ndarray, mop_index: np.ndarray) -> np.ndarray:
+    return index.astype(np.int64) * MOP_SHIFT + mop_index
 
 
 def by_process(pcode: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -94,6 +101,7 @@ class Context:
     # watermark, op index, process code) by time
     final_ends: dict[int, np.ndarray]
     txn_timeout_ns: int | None  # the longest transaction timeout a final read names
+    refused: np.ndarray  # mop_code() of the sends refused in an op otherwise info, sorted
 
     def op_ref(self, index: int) -> dict[str, Any]:
         """A compact reference to the op with this index, as every anomaly
@@ -199,7 +207,16 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
         txn_timeout_ns=None
         if (t := pc.max(ops.column("txn_timeout_ms")).as_py()) is None
         else int(t) * 1_000_000,
+        refused=_refused(index, ops.column("refused")),
     )
+
+
+def _refused(index: np.ndarray, refused: pa.ChunkedArray) -> np.ndarray:
+    """:func:`mop_code` of every send an op names refused, sorted."""
+    lists = refused.combine_chunks()
+    mops = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+    ops = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+    return np.sort(mop_code(index[ops], mops))
 
 
 def _key_resets(keys: pa.ChunkedArray) -> dict[int, np.ndarray]:

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.queue.context import FAIL, INFO, OK, TYPES, Context, by_process
+from checkers.queue.context import FAIL, INFO, OK, TYPES, Context, by_process, mop_code
 
 __all__ = ["FAIL", "INFO", "OK", "TYPES", "KeyLog"]
 
@@ -143,6 +143,12 @@ class KeyLog:
         )
         seen = np.where(by_value, self.was_ok_read(self.value[info]), np.isin(mine, theirs))
         return np.unique(self.index[info[seen]])
+
+    @cached_property
+    def refused(self) -> np.ndarray:
+        """Per row: a send its client saw refused, in an op that is info as a
+        whole because others of its sends may have been written."""
+        return self.is_send & np.isin(mop_code(self.index, self.mop_index), self.ctx.refused)
 
     @cached_property
     def info_sent_here(self) -> np.ndarray:

@@ -38,8 +38,9 @@ ENDS_TYPE = pa.map_(pa.string(), pa.list_(pa.int64()))
 def op_table(heads: pa.Table, fields: tuple[str, ...]) -> pa.Table:
     """The completed client ops, from each op's first row: op-level columns,
     the offset resets its consumer logged, the partition ends a final read
-    reached and its producers' transaction timeout, and per workload field
-    in ``fields`` whether it carries it (``has_<field>``)."""
+    reached and its producers' transaction timeout, the sends it saw
+    refused, and per workload field in ``fields`` whether it carries it
+    (``has_<field>``)."""
     client = pc.and_(
         pc.not_equal(heads.column("process"), NEMESIS), pc.not_equal(heads.column("type"), "invoke")
     )
@@ -81,6 +82,7 @@ def op_table(heads: pa.Table, fields: tuple[str, ...]) -> pa.Table:
                 ENDS_TYPE,
             ),
             "txn_timeout_ms": spread([e.get("txn_timeout_ms") for e in extras], pa.int64()),
+            "refused": spread([e.get("refused") for e in extras], pa.list_(pa.int64())),
             **{f"has_{f}": has(f) for f in fields},
         }
     )

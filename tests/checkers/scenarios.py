@@ -64,6 +64,14 @@ def g1a(h: History, k: int, p: int) -> None:
     _drain(h, p + 1, k, [(0, 1)])
 
 
+def refused_send_read(h: History, k: int, p: int) -> None:
+    """A send op is info as a whole (its write to k+1 was delivered), but its
+    client saw its write to k refused, and that write is read."""
+    h.txn(p, [send(k + 1, 1, 0), send(k, 1, None)], "info", refused=[1])
+    _drain(h, p + 1, k, [(0, 1)])
+    _drain(h, p + 2, k + 1, [(0, 1)])
+
+
 def precommitted_read(h: History, k: int, p: int) -> None:
     h.assign(p, [k])
     h.txn(p, [send(k, 1, 0), poll({k: [(0, 1)]})])
@@ -174,6 +182,7 @@ ANOMALIES: dict[str, tuple[str, Scenario]] = {
     "unseen": ("unseen", unseen),
     "hanging-transaction": ("hanging-transaction", hanging_transaction),
     "G1a": ("G1a", g1a),
+    "refused-send-read": ("G1a", refused_send_read),
     "precommitted-read": ("precommitted-read", precommitted_read),
     "int-poll-skip": ("int-poll-skip", int_poll_skip),
     "int-nonmonotonic-poll": ("int-nonmonotonic-poll", int_nonmonotonic_poll),
@@ -221,6 +230,13 @@ def near_unseen(h: History, k: int, p: int) -> None:
 def near_g1a(h: History, k: int, p: int) -> None:
     """Reading an indeterminate txn's write is fine: it committed after all."""
     h.txn(p, [send(k, 1, 0)], "info")
+    _drain(h, p + 1, k, [(0, 1)])
+
+
+def near_refused_send_read(h: History, k: int, p: int) -> None:
+    """Reading the send of an info op that was not refused is fine, though
+    another of its sends was."""
+    h.txn(p, [send(k, 1, None), send(k + 1, 1, None)], "info", refused=[1])
     _drain(h, p + 1, k, [(0, 1)])
 
 
@@ -382,6 +398,7 @@ NEAR_MISSES: dict[str, Scenario] = {
     "unseen": near_unseen,
     "hanging-transaction": near_hanging_transaction,
     "G1a": near_g1a,
+    "refused-send-read": near_refused_send_read,
     "precommitted-read": near_precommitted_read,
     "int-poll-skip": near_int_poll_skip,
     "int-nonmonotonic-poll": near_int_nonmonotonic_poll,

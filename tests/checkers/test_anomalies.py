@@ -154,6 +154,15 @@ def test_explanations_name_ops(anomalies) -> None:
     assert rewind["mode"] == "rewind" and rewind["prev_op"]["type"] == "fail"
 
 
+def test_a_read_of_a_refused_send_says_it_was_refused(anomalies) -> None:
+    result, keys = anomalies
+    (read,) = [i for i in result["anomalies"]["G1a"] if i["key"] == keys["refused-send-read"]]
+    assert read["writer"]["type"] == "info" and read["refused_mop"] == 1
+    assert "its send #1 was refused" in read["explanation"]
+    (aborted,) = [i for i in result["anomalies"]["G1a"] if i["key"] == keys["G1a"]]
+    assert "refused_mop" not in aborted and "an aborted write" in aborted["explanation"]
+
+
 def test_stats_for_reports(anomalies) -> None:
     result, keys = anomalies
     stats = result["stats"]

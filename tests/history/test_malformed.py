@@ -54,6 +54,7 @@ JSONL_CASES = {
     "ends": ([op(0, "invoke", "poll", '[["poll"]]'), op(1, "ok", "poll", '[["poll", {}]]')[:-1] + ', "ends": {"1": [3]}}'], 2, "ends of key 1 must be [end, high watermark]"),
     "ends key": ([op(0, "invoke", "poll", '[["poll"]]'), op(1, "ok", "poll", '[["poll", {}]]')[:-1] + ', "ends": {"x": [3, 4]}}'], 2, "ends key must be an integer"),
     "txn timeout": ([op(0, "invoke", "poll", '[["poll"]]'), op(1, "ok", "poll", '[["poll", {}]]')[:-1] + ', "txn_timeout_ms": "30"}'], 2, "txn_timeout_ms must be an integer"),
+    "refused": ([op(0, "invoke", "send", '[["send", 1, 2]]'), op(1, "info", "send", '[["send", 1, [null, 2]]]')[:-1] + ', "refused": [-1]}'], 2, "refused must be a list of micro-op indexes"),
 }  # fmt: skip
 
 
@@ -166,6 +167,7 @@ PARQUET_EXTRAS = {
     "ends": ('{"ends": {"1": [3]}}', "ends of key 1 must be [end, high watermark]"),
     "offset resets": ('{"offset_resets": [{"key": 1}]}', "offset_resets entry"),
     "txn timeout": ('{"txn_timeout_ms": 1.5}', "txn_timeout_ms must be an integer"),
+    "refused": ('{"refused": ["0"]}', "refused must be a list of micro-op indexes"),
 }
 
 
