@@ -8,6 +8,7 @@ per-process poll/send order); no cycle search.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -30,6 +31,7 @@ COLUMNS = [
     "pos",
     "keys",
     "rebalance_keys",
+    "extra",
 ]
 
 
@@ -78,7 +80,15 @@ def check(path: str) -> dict[str, int]:
     ok_sends = sends[sends["type"] == "ok"][["key", "value"]]
     unseen = ok_sends.merge(ok_reads, on=["key", "value"], how="left", indicator=True)
     counts["unseen"] = int(unseen[unseen["_merge"] == "left_only"]["key"].nunique())
-    failed = sends[sends["type"] == "fail"][["key", "value"]]
+    heads = t[(t["row"] == 0) & (t["type"] == "info") & t["extra"].notna()]
+    refused = {
+        (i, m)
+        for i, e in zip(heads["index"], heads["extra"], strict=True)
+        for m in json.loads(e).get("refused", [])
+    }
+    pairs = zip(sends["index"], sends["mop_index"], strict=True)
+    was_refused = np.array([p in refused for p in pairs], bool)
+    failed = sends[(sends["type"] == "fail") | was_refused][["key", "value"]]
     counts["G1a"] = len(reads[reads["type"] == "ok"].merge(failed, on=["key", "value"]))
     counts["precommitted-read"] = len(
         reads.merge(sends[["index", "key", "value"]], on=["index", "key", "value"])

@@ -82,6 +82,16 @@ def _rebalance_keys(log: Any) -> list[int]:
     return keys
 
 
+def _check_refused(refused: list[int], op_type: str, value: Any) -> None:
+    """``refused`` names sends of an ``info`` op: only there does it say more
+    than the op's type."""
+    if op_type != "info":
+        raise ValueError(f"refused is for info ops, not {op_type}")
+    for i in refused:
+        if type(value) is not list or i >= len(value) or value[i][0] != "send":
+            raise ValueError(f"refused names micro-op #{i}, which is not a send of this op")
+
+
 SPARSE_COLUMNS = ("keys", "rebalance_keys", "error", "payload", "extra")
 
 
@@ -151,6 +161,8 @@ class FlatBuilder:
                 if "rebalance_log" in rest:
                     rebalance = _rebalance_keys(rest["rebalance_log"])
                 check_extra(rest)
+                if "refused" in rest:
+                    _check_refused(rest["refused"], op_type, value)
                 if rest:
                     extra_json = _dumps(rest)
         except (ValueError, TypeError) as e:

@@ -70,6 +70,10 @@ DEFINITE: frozenset[int] = frozenset(
 
 # The producer is unusable afterwards; a new process gets a new one.
 # Fenced or out-of-order: Kafka rejected the batch, so it did not happen (Jepsen).
+# librdkafka marks an out-of-order refusal possibly persisted, as it cannot
+# tell a broker that lost its sequence state from one that never wrote; with
+# Kafka's deduplication a refused attempt is not in the log, and a read of it
+# is the broker's fault (Redpanda #3039).
 FENCED: frozenset[int] = frozenset(
     getattr(KafkaError, n)
     for n in (

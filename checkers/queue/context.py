@@ -212,11 +212,13 @@ def build_context(ops: pa.Table, timeline: Timeline | None) -> Context:
 
 
 def _refused(index: np.ndarray, refused: pa.ChunkedArray) -> np.ndarray:
-    """:func:`mop_code` of every send an op names refused, sorted."""
+    """:func:`mop_code` of every send an op names refused, sorted (an index
+    no op's micro-ops reach names nothing)."""
     lists = refused.combine_chunks()
     mops = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
     ops = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-    return np.sort(mop_code(index[ops], mops))
+    kept = mops < MOP_SHIFT
+    return np.sort(mop_code(index[ops[kept]], mops[kept]))
 
 
 def _key_resets(keys: pa.ChunkedArray) -> dict[int, np.ndarray]:

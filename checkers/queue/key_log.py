@@ -148,7 +148,8 @@ class KeyLog:
     def refused(self) -> np.ndarray:
         """Per row: a send its client saw refused, in an op that is info as a
         whole because others of its sends may have been written."""
-        return self.is_send & np.isin(mop_code(self.index, self.mop_index), self.ctx.refused)
+        info = self.is_send & (self.type == INFO)
+        return info & np.isin(mop_code(self.index, self.mop_index), self.ctx.refused)
 
     @cached_property
     def info_sent_here(self) -> np.ndarray:

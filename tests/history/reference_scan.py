@@ -30,6 +30,13 @@ def anomalies(ops: list[Op]) -> set[str]:
     offsets: dict[tuple[int, int], set[int]] = defaultdict(set)  # (key, value) -> offsets
     read: set[tuple[int, int]] = set()
     failed = {(k, v) for o in done if o.type == "fail" for k, _, v in _sends(o)}
+    failed |= {  # sends refused inside an info op
+        (m[1], m[2][1])
+        for o in done
+        if o.type == "info"
+        for i, m in enumerate(o.value or [])
+        if i in o.extra.get("refused", ())
+    }
     for o in ok:
         for k, off, v in _sends(o):
             at[k, off].add(v)

@@ -55,6 +55,8 @@ JSONL_CASES = {
     "ends key": ([op(0, "invoke", "poll", '[["poll"]]'), op(1, "ok", "poll", '[["poll", {}]]')[:-1] + ', "ends": {"x": [3, 4]}}'], 2, "ends key must be an integer"),
     "txn timeout": ([op(0, "invoke", "poll", '[["poll"]]'), op(1, "ok", "poll", '[["poll", {}]]')[:-1] + ', "txn_timeout_ms": "30"}'], 2, "txn_timeout_ms must be an integer"),
     "refused": ([op(0, "invoke", "send", '[["send", 1, 2]]'), op(1, "info", "send", '[["send", 1, [null, 2]]]')[:-1] + ', "refused": [-1]}'], 2, "refused must be a list of micro-op indexes"),
+    "refused past the sends": ([op(0, "invoke", "send", '[["send", 1, 2]]'), op(1, "info", "send", '[["send", 1, [null, 2]]]')[:-1] + ', "refused": [1]}'], 2, "micro-op #1, which is not a send"),
+    "refused on an ok op": ([op(0, "invoke", "send", '[["send", 1, 2]]'), op(1, "ok", "send", '[["send", 1, [0, 2]]]')[:-1] + ', "refused": [0]}'], 2, "refused is for info ops, not ok"),
 }  # fmt: skip
 
 
@@ -177,24 +179,29 @@ def test_parquet_extra_fields_are_checked(
     tmp_path: Path, case: str, reader: Callable[[Path], object]
 ) -> None:
     """A foreign table's ``extra`` holding a field the checker parses in a
-    wrong shape fails at its row, as it would in a JSON history."""
+    wrong shape fails at its row, as it would in a JSON history (the op
+    before it has three rows, so an op's place is not its row)."""
     src = tmp_path / "h.jsonl"
-    src.write_text(
-        op(0, "invoke", "poll", '[["poll"]]') + "\n" + op(1, "ok", "poll", '[["poll", {}]]') + "\n"
-    )
+    ops = [
+        op(0, "invoke", "poll", '[["poll"]]'),
+        op(1, "ok", "poll", '[["poll", {"1": [[0, 1], [1, 2], [2, 3]]}]]'),
+        op(2, "invoke", "poll", '[["poll"]]'),
+        op(3, "ok", "poll", '[["poll", {}]]'),
+    ]
+    src.write_text("\n".join(ops) + "\n")
     table = read_flat(src)
+    assert table.num_rows == 6
     text, fragment = PARQUET_EXTRAS[case]
-    good = table.set_column(
-        table.column_names.index("extra"), "extra", pa.array([None, '{"ends": {"1": [3, 4]}}'])
-    )
+    column = table.column_names.index("extra")
     path = tmp_path / "h.parquet"
-    write_parquet(good, str(path))
+    write_parquet(
+        table.set_column(column, "extra", pa.array([None] * 5 + ['{"ends": {}}'])), str(path)
+    )
     reader(path)
-    bad = table.set_column(table.column_names.index("extra"), "extra", pa.array([None, text]))
-    write_parquet(bad, str(path))
+    write_parquet(table.set_column(column, "extra", pa.array([None] * 5 + [text])), str(path))
     with pytest.raises(HistoryError) as err:
         reader(path)
-    assert (err.value.line, fragment in err.value.message) == (2, True), str(err.value)
+    assert (err.value.line, fragment in err.value.message) == (6, True), str(err.value)
 
 
 def test_cli_reports_one_line_and_254(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
