@@ -21,7 +21,8 @@ from tests.nemesis.probes import api_versions_answers, connection_matrix
 pytestmark = [pytest.mark.integration, pytest.mark.netns, pytest.mark.broker, pytest.mark.slow]
 
 
-@pytest.mark.parametrize("login", ["root", "sudo"])
+# a sudo login live in `make acceptance`; the root one runs every time
+@pytest.mark.parametrize("login", ["root", pytest.param("sudo", marks=pytest.mark.acceptance)])
 def test_brokers_and_faults_over_ssh(
     ssh_hosts: SshHosts,
     tmp_path: Path,
