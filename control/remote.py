@@ -86,17 +86,33 @@ def daemon_line(
     return (
         f"mkdir -p {q(cwd)} && cd {q(cwd)} && {{ {pre}"
         f"{env_prefix(env or {})}setsid {join(argv)} >>{q(logfile)} 2>&1 </dev/null & "
-        f"echo $! > {q(pidfile)}; }}"
+        f'jk_p=$!; echo "$jk_p $({_START_TIME})" > {q(pidfile)}; }}'
+    )
+
+
+#: the start time of process ``$jk_p`` in clock ticks since boot: field 22 of
+#: /proc/PID/stat, the 20th after the command name (which may hold spaces)
+_START_TIME = "sed 's/.*) //' /proc/$jk_p/stat 2>/dev/null | cut -d' ' -f20"
+
+
+def live_pid_line(pidfile: str) -> str:
+    """A shell line setting ``jk_pid`` to the process a pidfile names
+    (``PID START-TIME``, as :func:`daemon_line` writes it) if that process
+    still runs, else to nothing. The start time tells it from a process that
+    took its pid since it died: pids wrap around (at 32768 by default), and a
+    signal meant for a dead broker must not stop or kill whoever has its pid
+    now."""
+    p = shlex.quote(pidfile)
+    return (
+        f'jk_pid=; if [ -s {p} ] && read -r jk_p jk_s < {p} && [ -n "$jk_s" ] '
+        f'&& [ "$({_START_TIME})" = "$jk_s" ]; then jk_pid=$jk_p; fi'
     )
 
 
 def signal_line(pidfile: str, signal: str) -> str:
-    """Sends `signal` to the pid in `pidfile` if that process still exists;
-    succeeds (idempotently) when it does not."""
-    p = shlex.quote(pidfile)
-    return (
-        f'if [ -s {p} ] && kill -0 "$(cat {p})" 2>/dev/null; then kill -{signal} "$(cat {p})"; fi'
-    )
+    """Sends `signal` to the process in `pidfile` if it still runs (see
+    :func:`live_pid_line`); succeeds (idempotently) when it does not."""
+    return f'{live_pid_line(pidfile)}; if [ -n "$jk_pid" ]; then kill -{signal} "$jk_pid"; fi'
 
 
 def on_nodes(nodes: Iterable[N], fn: Callable[[N], T]) -> list[T]:

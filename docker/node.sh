@@ -16,5 +16,7 @@ env LD_PRELOAD="$preload" FAKETIME_TIMESTAMP_FILE=/data/faketime FAKETIME_NO_CAC
     FAKETIME_DONT_FAKE_MONOTONIC=1 \
     setsid python3 -m broker --node-id "${JEPKA_NODE_ID:?}" --listen "${JEPKA_LISTEN:-0.0.0.0:9092}" \
     --data-dir /data/data ${JEPKA_VOTERS:+--voters "$JEPKA_VOTERS"} ${JEPKA_BROKER_ARGS:-} >>/data/broker.stdout 2>&1 </dev/null &
-echo $! > /data/broker.pid
+# the pid and its start time, as the harness writes them (control/remote.py)
+pid=$!
+echo "$pid $(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f20)" > /data/broker.pid
 exec sleep infinity

@@ -1,7 +1,8 @@
 """What every DB adapter shares: a broker is a daemon with a pidfile.
 
-Each node keeps, under its `root`: `broker.pid`, `broker.stdout`, `faketime`
-(the clock offset libfaketime re-reads) and the broker's data directory. With
+Each node keeps, under its `root`: `broker.pid` (the pid and its start
+time), `broker.stdout`, `faketime` (the clock offset libfaketime re-reads)
+and the broker's data directory. With
 the pid known, kill (SIGKILL), pause (SIGSTOP), resume (SIGCONT) and stop
 (SIGTERM) are the same shell lines on every backend (Jepsen's `db/Kill` and
 `db/Pause` over `start-daemon!`/`stop-daemon!`).
@@ -17,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from control.backends.base import Node
-from control.remote import daemon_line, signal_line
+from control.remote import daemon_line, live_pid_line, signal_line
 
 
 class BrokerNotReady(RuntimeError):
@@ -44,8 +45,8 @@ RUNNING = ("S", "R", "D")
 def process_state(node: Node) -> str:
     """The broker's process state letter (`S`, `R`, `T` stopped, ...) or ''
     when no broker process exists (zombies count as gone)."""
-    p = pidfile(node)
-    out = node.run(f'[ -s {p} ] && ps -o stat= -p "$(cat {p})" || true').out.strip()
+    line = f'{live_pid_line(pidfile(node))}; [ -n "$jk_pid" ] && ps -o stat= -p "$jk_pid" || true'
+    out = node.run(line).out.strip()
     return "" if out.startswith("Z") else out[:1]
 
 

@@ -27,6 +27,12 @@ def controller_listener() -> Iterator[int]:
         yield server.getsockname()[1]
 
 
+def this_process() -> str:
+    """A pidfile's line naming this process: a live one, with its start time."""
+    start = Path("/proc/self/stat").read_text().rsplit(") ", 1)[1].split()[19]
+    return f"{os.getpid()} {start}\n"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -42,7 +48,7 @@ def test_a_cluster_node_is_up_on_its_controller_listener_before_it_serves(
     ]
     for node in nodes:
         Path(node.root).mkdir()
-        Path(pidfile(node)).write_text(f"{os.getpid()}\n")  # a live process
+        Path(pidfile(node)).write_text(this_process())
     db = ReferenceBroker(["jepka", "broker"], port=free_port(), controller_port=controller_listener)
     db.wait_up(nodes[0], nodes, timeout=10)  # the client port is still closed
     with pytest.raises(BrokerNotReady, match="not accepting connections"):
@@ -74,7 +80,7 @@ def test_a_node_cut_off_from_the_harness_is_up_once_its_listener_accepts_there(
     ]  # fmt: skip
     for node in nodes:
         Path(node.root).mkdir()
-        Path(pidfile(node)).write_text(f"{os.getpid()}\n")
+        Path(pidfile(node)).write_text(this_process())
     db = ReferenceBroker(["jepka", "broker"], port=free_port(), controller_port=cut_off)
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", cut_off), 1)  # the harness is cut off

@@ -149,7 +149,7 @@ def test_kill_removes_the_process_and_start_keeps_its_data(
     _produce(bootstrap, "kill-probe", values)
     pkg = build("kill", seed=1)
     ctx = nemesis_context()
-    pid = n3.run(f"cat {n3.root}/broker.pid").out.strip()
+    pid = n3.run(f"cut -d' ' -f1 {n3.root}/broker.pid").out.strip()
     assert pkg.nemesis.invoke(ctx, op("kill", ["n3"]))["value"] == {"killed": ["n3"]}
     assert process_state(n3) == ""
     assert (
@@ -176,7 +176,7 @@ def test_clock_bump_moves_the_broker_clock(
     cluster: Cluster, nemesis_context: Callable[..., NemesisContext]
 ) -> None:
     n1 = cluster.nodes[0]
-    pid = n1.run(f"cat {n1.root}/broker.pid").out.strip()
+    pid = n1.run(f"cut -d' ' -f1 {n1.root}/broker.pid").out.strip()
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     assert any(e.startswith(b"LD_PRELOAD=") and b"faketime" in e for e in environ)
     pkg = build("clock", seed=1)

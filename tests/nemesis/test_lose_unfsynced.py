@@ -85,14 +85,14 @@ def test_power_loss_on_a_broker_restarts_it(
     n2 = cluster.nodes[1]
     admin = kafka_clients.admin({"bootstrap.servers": f"{n2.address}:{cluster.db.port}"})
     admin.create_topics([NewTopic("power", 1, 1)])["power"].result(timeout=20)
-    pid = n2.run(f"cat {n2.root}/broker.pid").out.strip()
+    pid = n2.run(f"cut -d' ' -f1 {n2.root}/broker.pid").out.strip()
     pkg = build("lose-unfsynced", seed=3)
     done = pkg.nemesis.invoke(
         nemesis_context(), {"process": "nemesis", "f": "lose-unfsynced", "value": ["n2"]}
     )
     assert done["type"] == "info" and done["value"]["nodes"] == ["n2"]
     assert process_state(n2) in ("S", "R")
-    assert n2.run(f"cat {n2.root}/broker.pid").out.strip() != pid
+    assert n2.run(f"cut -d' ' -f1 {n2.root}/broker.pid").out.strip() != pid
     for path, (size, keep) in done["value"]["truncated"]["n2"].items():
         assert 0 <= keep < size, path
     assert "power" in admin.list_topics(timeout=10).topics

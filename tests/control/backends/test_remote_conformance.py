@@ -129,6 +129,25 @@ def test_daemon_survives_its_command_and_obeys_signals(node: Node) -> None:
     node.run(signal_line(pidfile, "KILL"))  # idempotent on a dead process
 
 
+def test_a_dead_daemons_pid_taken_by_another_process_is_left_alone(node: Node) -> None:
+    """Pids wrap around: once a daemon is dead, a process that took its pid
+    is neither its state nor a target of its signals."""
+    pidfile, other = f"{node.root}/broker.pid", f"{node.root}/other.pid"
+    for path in (pidfile, other):
+        node.run(daemon_line(["sleep", "120"], cwd=node.root, pidfile=path, logfile=f"{path}.log"))
+    try:
+        eventually(partial(process_state, node), 10, what="the daemon's process exists")
+        node.run(signal_line(pidfile, "KILL"))
+        eventually(lambda: process_state(node) == "", 10, what="the killed daemon is gone")
+        # the dead daemon's pidfile, naming the other process's pid
+        node.run(f'read -r p s < {pidfile}; read -r q t < {other}; echo "$q $s" > {pidfile}')
+        assert process_state(node) == ""
+        node.run(signal_line(pidfile, "STOP"))
+        assert node.run(f"read -r q t < {other}; ps -o stat= -p $q").out.strip()[:1] in RUNNING
+    finally:
+        node.run(signal_line(other, "KILL"))
+
+
 def test_iptables_chains_come_and_go(node: Node) -> None:
     node.run(iptables.drop_lines(inbound=["198.18.250.7"], outbound=["198.18.250.8"]))
     node.run(iptables.drop_lines(inbound=["198.18.250.9"]))  # chains exist already: fine
