@@ -86,7 +86,7 @@ def daemon_line(
     return (
         f"mkdir -p {q(cwd)} && cd {q(cwd)} && {{ {pre}"
         f"{env_prefix(env or {})}setsid {join(argv)} >>{q(logfile)} 2>&1 </dev/null & "
-        f'jk_p=$!; echo "$jk_p $({_START_TIME})" > {q(pidfile)}; }}'
+        f'jk_p=$!; jk_s=$({_START_TIME}); echo "$jk_p ${{jk_s:-0}}" > {q(pidfile)}; }}'
     )
 
 
@@ -97,15 +97,18 @@ _START_TIME = "sed 's/.*) //' /proc/$jk_p/stat 2>/dev/null | cut -d' ' -f20"
 
 def live_pid_line(pidfile: str) -> str:
     """A shell line setting ``jk_pid`` to the process a pidfile names
-    (``PID START-TIME``, as :func:`daemon_line` writes it) if that process
-    still runs, else to nothing. The start time tells it from a process that
-    took its pid since it died: pids wrap around (at 32768 by default), and a
-    signal meant for a dead broker must not stop or kill whoever has its pid
-    now."""
+    (``PID START-TIME``, as :func:`daemon_line` writes it; 0 for a process
+    gone before its start time was read) if that process still runs, else to
+    nothing. The start time tells it from a process that took its pid since
+    it died: pids wrap around (at 32768 by default), and a signal meant for a
+    dead broker must not stop or kill whoever has its pid now. A pidfile of
+    a pid alone, from a broker an older jepka started, is taken as it was
+    then, so that such a cluster can still be faulted and taken down."""
     p = shlex.quote(pidfile)
     return (
-        f'jk_pid=; if [ -s {p} ] && read -r jk_p jk_s < {p} && [ -n "$jk_s" ] '
-        f'&& [ "$({_START_TIME})" = "$jk_s" ]; then jk_pid=$jk_p; fi'
+        f"jk_pid=; if [ -s {p} ] && read -r jk_p jk_s < {p}; then "
+        f'if [ -z "$jk_s" ]; then kill -0 "$jk_p" 2>/dev/null && jk_pid=$jk_p; '
+        f'elif [ "$({_START_TIME})" = "$jk_s" ]; then jk_pid=$jk_p; fi; fi'
     )
 
 

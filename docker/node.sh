@@ -18,5 +18,6 @@ env LD_PRELOAD="$preload" FAKETIME_TIMESTAMP_FILE=/data/faketime FAKETIME_NO_CAC
     --data-dir /data/data ${JEPKA_VOTERS:+--voters "$JEPKA_VOTERS"} ${JEPKA_BROKER_ARGS:-} >>/data/broker.stdout 2>&1 </dev/null &
 # the pid and its start time, as the harness writes them (control/remote.py)
 pid=$!
-echo "$pid $(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f20)" > /data/broker.pid
+start=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f20)
+echo "$pid ${start:-0}" > /data/broker.pid
 exec sleep infinity

@@ -5,6 +5,7 @@ container and an SSH host (as trio checks every stream with one suite)."""
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from functools import partial
@@ -131,10 +132,12 @@ def test_daemon_survives_its_command_and_obeys_signals(node: Node) -> None:
 
 def test_a_dead_daemons_pid_taken_by_another_process_is_left_alone(node: Node) -> None:
     """Pids wrap around: once a daemon is dead, a process that took its pid
-    is neither its state nor a target of its signals."""
+    is neither its state nor a target of its signals. (Start times count
+    10 ms ticks, so the two start ticks apart, as a pid's next owner does.)"""
     pidfile, other = f"{node.root}/broker.pid", f"{node.root}/other.pid"
     for path in (pidfile, other):
         node.run(daemon_line(["sleep", "120"], cwd=node.root, pidfile=path, logfile=f"{path}.log"))
+        time.sleep(0.05)
     try:
         eventually(partial(process_state, node), 10, what="the daemon's process exists")
         node.run(signal_line(pidfile, "KILL"))
@@ -146,6 +149,22 @@ def test_a_dead_daemons_pid_taken_by_another_process_is_left_alone(node: Node) -
         assert node.run(f"read -r q t < {other}; ps -o stat= -p $q").out.strip()[:1] in RUNNING
     finally:
         node.run(signal_line(other, "KILL"))
+
+
+def test_an_older_pidfile_of_a_pid_alone_still_names_its_broker(node: Node) -> None:
+    """A cluster an older jepka started keeps working: its pidfile, a pid
+    alone, names the live process as before."""
+    pidfile = f"{node.root}/broker.pid"
+    log = f"{pidfile}.log"
+    node.run(daemon_line(["sleep", "120"], cwd=node.root, pidfile=pidfile, logfile=log))
+    try:
+        node.run(f"read -r p s < {pidfile}; echo $p > {pidfile}")
+        assert process_state(node) in RUNNING
+        node.run(signal_line(pidfile, "STOP"))
+        eventually(lambda: process_state(node) == "T", 10, what="the daemon stopped")
+    finally:
+        node.run(signal_line(pidfile, "KILL"))
+    eventually(lambda: process_state(node) == "", 10, what="the killed daemon is gone")
 
 
 def test_iptables_chains_come_and_go(node: Node) -> None:
