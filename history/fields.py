@@ -107,8 +107,8 @@ def _check_ends(ends: Any) -> None:
 
 def check_extra(extra: dict[str, Any]) -> None:
     """The extra fields the checker parses (``offset_resets``, ``ends``,
-    ``refused``, ``txn_timeout_ms``) have their shapes; raises ``ValueError`` naming the
-    field. Other extra fields are kept as they are."""
+    ``refused``, ``txn_timeout_ms``) have their shapes; raises ``ValueError``
+    naming the field. Other extra fields are kept as they are."""
     if "offset_resets" in extra:
         _check_resets(extra["offset_resets"])
     if "ends" in extra:

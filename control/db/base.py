@@ -2,10 +2,10 @@
 
 Each node keeps, under its `root`: `broker.pid` (the pid and its start
 time), `broker.stdout`, `faketime` (the clock offset libfaketime re-reads)
-and the broker's data directory. With
-the pid known, kill (SIGKILL), pause (SIGSTOP), resume (SIGCONT) and stop
-(SIGTERM) are the same shell lines on every backend (Jepsen's `db/Kill` and
-`db/Pause` over `start-daemon!`/`stop-daemon!`).
+and the broker's data directory. With the pid known, kill (SIGKILL), pause
+(SIGSTOP), resume (SIGCONT) and stop (SIGTERM) are the same shell lines on
+every backend (Jepsen's `db/Kill` and `db/Pause` over
+`start-daemon!`/`stop-daemon!`).
 """
 
 from __future__ import annotations
