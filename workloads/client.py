@@ -102,6 +102,12 @@ class ClientConfig:
             "request.timeout.ms": int(self.op_timeout_s * 1000 * 0.3),
             "socket.timeout.ms": int(self.op_timeout_s * 1000 * 0.5),
             "max.in.flight.requests.per.connection": 5,
+            # A coordinator answers CONCURRENT_TRANSACTIONS while the previous
+            # commit's markers are written, a few ms on a LAN. librdkafka asks
+            # again after a fixed 20 ms for AddPartitionsToTxn but after this
+            # backoff (100 ms by default, growing to retry.backoff.max.ms) for
+            # AddOffsetsToTxn and produce retries: the same 20 ms for all.
+            "retry.backoff.ms": 20,
             "logger": LIBRDKAFKA_LOG,
         }
         if self.transactional:

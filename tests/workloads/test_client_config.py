@@ -20,6 +20,14 @@ def test_client_properties_reach_every_client_over_jepkas_own() -> None:
     assert config.producer_conf(7)["transactional.id"] == "jepka-txn-7"
 
 
+def test_producers_retry_as_soon_after_any_concurrent_transactions_answer() -> None:
+    """librdkafka retries AddPartitionsToTxn after a fixed 20 ms and
+    AddOffsetsToTxn after ``retry.backoff.ms``; a client property still wins."""
+    assert ClientConfig("k1:9092", (0,)).producer_conf(1)["retry.backoff.ms"] == 20
+    own = ClientConfig("k1:9092", (0,), properties={"retry.backoff.ms": "100"})
+    assert own.producer_conf(1)["retry.backoff.ms"] == "100"
+
+
 def test_the_default_key_map_is_jepkas_fixed_topics() -> None:
     assert ClientConfig("k1:9092", (0,)).key_map == KeyMap("jepka-t")
 
