@@ -8,10 +8,13 @@ send_offsets_to_transaction, commit. Prints each step's p50/p90, the first
 AddPartitionsToTxn answers of CONCURRENT_TRANSACTIONS per transaction (the
 previous commit's markers still being written; librdkafka retries after 20
 ms), the brokers' CPU time per transaction, and, before that, a plain acks=all
-send and flush. Prefer the counts and CPU time to the latencies on a busy
+send and flush. With ``--gap-ms`` the producer waits that long after each
+commit, so that the coordinator has finished it when the next transaction
+begins (the brokers' CPU per transaction then includes their idle work
+during the gap). Prefer the counts and CPU time to the latencies on a busy
 machine.
 
-    .venv/bin/python bench/bench_txn_steps.py [--transactions 60]
+    .venv/bin/python bench/bench_txn_steps.py [--transactions 60] [--gap-ms 0]
 """
 
 from __future__ import annotations
@@ -60,18 +63,22 @@ def p50_p90(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transactions", type=int, default=60)
+    parser.add_argument("--gap-ms", type=float, default=0.0, help="wait after each commit")
     args = parser.parse_args()
-    print(f"command: .venv/bin/python bench/bench_txn_steps.py --transactions {args.transactions}")
+    print(
+        "command: .venv/bin/python bench/bench_txn_steps.py "
+        f"--transactions {args.transactions} --gap-ms {args.gap_ms:g}"
+    )
     with tempfile.TemporaryDirectory() as root:
         cluster = LocalCluster(Path(root), 3).start()
         try:
-            run(cluster, args.transactions)
+            run(cluster, args.transactions, args.gap_ms / 1000)
         finally:
             cluster.kill_all()
     sys.stdout.flush()
 
 
-def run(cluster: LocalCluster, count: int) -> None:
+def run(cluster: LocalCluster, count: int, gap_s: float) -> None:
     bootstrap = cluster.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic = NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"})
@@ -120,6 +127,7 @@ def run(cluster: LocalCluster, count: int) -> None:
             for step, start, end in zip(STEPS, marks, marks[1:], strict=False):
                 steps[step].append((end - start) * 1000)
             steps["transaction"].append((marks[-1] - marks[0]) * 1000)
+        time.sleep(gap_s)
     cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before
     consumer.close()
     print(f"plain acks=all send and flush, p50 / p90: {p50_p90(sends[5:])} ms")
