@@ -72,7 +72,7 @@ FENCE_GAP_S = 1.2
 SETTINGS = (f"broker.session.timeout.ms={SESSION_MS}",)
 #: scenario A's HW checkpoint interval: the staging from A's checkpoint of HW=1 to its
 #: kill takes a fraction of it
-CHECKPOINT_MS = 5000
+CHECKPOINT_MS = 8000
 
 
 def topic_off_the_controller(cluster: LocalCluster, **configs: str) -> tuple[str, list[int]]:
@@ -141,7 +141,6 @@ def test_scenario_a_restart_to_a_stale_hw_loses_an_acknowledged_record(
         interval=0.02,
         what=lambda: f"A's checkpointed HW 1, not {checkpointed_hw(cluster, a, topic)}",
     )
-    ticked = time.monotonic()  # A's next checkpoint is CHECKPOINT_MS away
 
     # Steps 1-3: B appends m2, A copies it and fetches again, B's HW becomes 2 and B
     # acknowledges m2; A's checkpoint still says 1.
@@ -153,8 +152,8 @@ def test_scenario_a_restart_to_a_stale_hw_loses_an_acknowledged_record(
     cluster.nodes[b].pause()
     time.sleep(FENCE_GAP_S)
     cluster.kill(a)
-    assert time.monotonic() - ticked < CHECKPOINT_MS / 1000 - 1  # before A's next tick
-    assert checkpointed_hw(cluster, a, topic) == 1
+    # A's next checkpoint, CHECKPOINT_MS after the one of HW=1, came after its kill
+    assert checkpointed_hw(cluster, a, topic) == 1, "the staging outlasted A's checkpoint interval"
     assert log_on_disk(cluster, a, topic) == [(0, "m1"), (1, "m2")]
     _, isr = wait_state(live, topic, lambda leader, _isr: leader != b)
     assert isr == [a], "B was not fenced before A: A left the ISR"
