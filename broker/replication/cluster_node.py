@@ -23,7 +23,11 @@ from broker.controller import requests as c
 from broker.coordinator.service import INTERNAL_TOPIC_CONFIGS
 from broker.coordinator.txn.producer_id_blocks import ControllerProducerIdManager
 from broker.metadata.loader import MetadataPublisher
-from broker.replication.controller_channel import RETRY_S, ControllerChannel
+from broker.replication.controller_channel import (
+    FORWARDING_ATTEMPT_S,
+    RETRY_S,
+    ControllerChannel,
+)
 from broker.replication.fetcher import ReplicaFetchers
 from broker.replication.forwarding import ForwardingManager
 from broker.replication.isr import IsrManager
@@ -76,7 +80,10 @@ class ClusterNode:
         self.metadata_cache = KRaftMetadataCache(
             node_id, loader, self.topics, lambda: raft.leader_id
         )
-        self.forwarding = ForwardingManager(self.channel, self.topics)
+        self.forwarding_channel = ControllerChannel(
+            node_id, quorum.voters, lambda: raft.leader_id, FORWARDING_ATTEMPT_S
+        )
+        self.forwarding = ForwardingManager(self.forwarding_channel, self.topics)
         self.producer_ids = ControllerProducerIdManager(
             node_id, lambda: self.lifecycle.broker_epoch, self.channel.call
         )
@@ -111,6 +118,7 @@ class ClusterNode:
         await self.fetchers.stop()
         await self.quorum.stop()
         self.channel.close()
+        self.forwarding_channel.close()
 
     async def _ensure_internal_topics(self) -> None:
         config = self.config

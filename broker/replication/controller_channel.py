@@ -1,7 +1,10 @@
 """Requests from this broker to the active controller (Kafka's
 ``NodeToControllerChannelManager``): one connection per voter's controller listener,
 and every request sent to the voter the quorum currently names leader, again after a
-NOT_CONTROLLER, until one answers or the deadline passes."""
+NOT_CONTROLLER, a lost connection or an attempt's timeout, until one answers or the
+deadline passes. As in Kafka, a broker has one channel for its heartbeats and ISR
+changes and another for the client requests it forwards, so that a slow answer to
+one does not hold up the other."""
 
 from __future__ import annotations
 
@@ -17,6 +20,13 @@ from broker.replication.voters import Voter
 
 log = logging.getLogger(__name__)
 RETRY_S = 0.1
+#: how long an attempt of the heartbeat channel waits: a heartbeat or an ISR change
+#: sent to a controller that stopped answering goes to the next one within a second
+HEARTBEAT_ATTEMPT_S = 1.0
+#: how long an attempt of the forwarding channel waits (Kafka's request.timeout.ms):
+#: a forwarded CreateTopics sent again after a slow first answer would find its own
+#: topic there and tell the client TOPIC_ALREADY_EXISTS
+FORWARDING_ATTEMPT_S = 30.0
 
 
 class ControllerUnavailable(Exception):
@@ -25,26 +35,36 @@ class ControllerUnavailable(Exception):
 
 class ControllerChannel:
     def __init__(
-        self, node_id: int, voters: dict[int, Voter], active_controller: Callable[[], int | None]
+        self,
+        node_id: int,
+        voters: dict[int, Voter],
+        active_controller: Callable[[], int | None],
+        attempt_s: float = HEARTBEAT_ATTEMPT_S,
     ) -> None:
-        """``active_controller`` gives the quorum leader this node knows, if any."""
+        """``active_controller`` gives the quorum leader this node knows, if any;
+        ``attempt_s`` bounds the wait for one answer before the request is sent again."""
         self._active_controller = active_controller
+        self._attempt_s = attempt_s
         self._controllers = {
             v.node_id: PeerConnection(v.host, v.port, f"jepka-broker-{node_id}")
             for v in voters.values()
         }
 
-    async def call(self, request: Any, timeout: float) -> Any:
+    async def call(self, request: Any, timeout: float, attempt_s: float | None = None) -> Any:
         """Sends ``request`` to the active controller, following leadership changes,
         until it answers with anything but NOT_CONTROLLER; raises
-        ``ControllerUnavailable`` after ``timeout`` seconds."""
+        ``ControllerUnavailable`` after ``timeout`` seconds. ``attempt_s`` overrides
+        the channel's wait for one answer (a read may be sent again at once)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while loop.time() < deadline:
             leader = self._active_controller()
             if leader is not None:
                 try:
-                    answer = await self._controllers[leader].request(request, RETRY_S * 10)
+                    attempt = min(
+                        attempt_s or self._attempt_s, max(deadline - loop.time(), RETRY_S)
+                    )
+                    answer = await self._controllers[leader].request(request, attempt)
                 except PeerError as e:
                     log.debug("controller %d: %s", leader, e)
                 else:

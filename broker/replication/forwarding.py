@@ -16,7 +16,11 @@ from kio.schema.errors import ErrorCode
 from broker.controller import requests as c
 from broker.controller.topic_configs import Op
 from broker.replication import controller_apis as apis
-from broker.replication.controller_channel import ControllerChannel, ControllerUnavailable
+from broker.replication.controller_channel import (
+    HEARTBEAT_ATTEMPT_S,
+    ControllerChannel,
+    ControllerUnavailable,
+)
 from broker.server.topics import TopicStore
 
 log = logging.getLogger(__name__)
@@ -102,7 +106,9 @@ class ForwardingManager:
     async def forward_describe_quorum(self) -> dict[str, Any]:
         """A client's DescribeQuorum, answered by the active controller."""
         try:
-            answer = await self._channel.call(apis.describe_quorum_request(), timeout=5)
+            answer = await self._channel.call(
+                apis.describe_quorum_request(), timeout=5, attempt_s=HEARTBEAT_ATTEMPT_S
+            )
         except ControllerUnavailable:
             return {"error_code": ErrorCode.request_timed_out, "topics": []}
         return dataclasses.asdict(answer)
