@@ -104,9 +104,11 @@ class ClientConfig:
             "max.in.flight.requests.per.connection": 5,
             # A coordinator answers CONCURRENT_TRANSACTIONS while the previous
             # commit's markers are written, a few ms on a LAN. librdkafka asks
-            # again after a fixed 20 ms for AddPartitionsToTxn but after this
-            # backoff (100 ms by default, growing to retry.backoff.max.ms) for
-            # AddOffsetsToTxn and produce retries: the same 20 ms for all.
+            # again after a fixed 20 ms for AddPartitionsToTxn, but for
+            # AddOffsetsToTxn, EndTxn and produce retries after this backoff
+            # (100 ms by default), doubling with jitter up to
+            # retry.backoff.max.ms (1 s); it also starts the fast metadata
+            # refresh after a leader change at this interval.
             "retry.backoff.ms": 20,
             "logger": LIBRDKAFKA_LOG,
         }

@@ -83,7 +83,7 @@ class ClusterNode:
         self.forwarding_channel = ControllerChannel(
             node_id, quorum.voters, lambda: raft.leader_id, FORWARDING_ATTEMPT_S
         )
-        self.forwarding = ForwardingManager(self.forwarding_channel, self.topics)
+        self.forwarding = ForwardingManager(self.forwarding_channel, self.topics, self.channel)
         self.producer_ids = ControllerProducerIdManager(
             node_id, lambda: self.lifecycle.broker_epoch, self.channel.call
         )

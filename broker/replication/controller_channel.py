@@ -2,9 +2,15 @@
 ``NodeToControllerChannelManager``): one connection per voter's controller listener,
 and every request sent to the voter the quorum currently names leader, again after a
 NOT_CONTROLLER, a lost connection or an attempt's timeout, until one answers or the
-deadline passes. As in Kafka, a broker has one channel for its heartbeats and ISR
-changes and another for the client requests it forwards, so that a slow answer to
-one does not hold up the other."""
+deadline passes. Kafka's broker has several such channels ("heartbeat",
+"alter-partition", "forwarding") so that a slow answer on one holds up no other; the
+reference broker has two: one for heartbeats, ISR changes, producer-id blocks and
+DescribeQuorum, whose attempts wait a second (a read or a heartbeat can go again at
+once), and one for the client requests it forwards, whose attempts wait as long as
+Kafka's forwarding channel does (``controller.socket.timeout.ms``, 30 s) within the
+request's own deadline.
+
+"""
 
 from __future__ import annotations
 
@@ -23,9 +29,9 @@ RETRY_S = 0.1
 #: how long an attempt of the heartbeat channel waits: a heartbeat or an ISR change
 #: sent to a controller that stopped answering goes to the next one within a second
 HEARTBEAT_ATTEMPT_S = 1.0
-#: how long an attempt of the forwarding channel waits (Kafka's request.timeout.ms):
-#: a forwarded CreateTopics sent again after a slow first answer would find its own
-#: topic there and tell the client TOPIC_ALREADY_EXISTS
+#: how long an attempt of the forwarding channel waits: a forwarded CreateTopics sent
+#: again after a slow first answer would find its own topic there and tell the
+#: client TOPIC_ALREADY_EXISTS
 FORWARDING_ATTEMPT_S = 30.0
 
 
@@ -50,20 +56,18 @@ class ControllerChannel:
             for v in voters.values()
         }
 
-    async def call(self, request: Any, timeout: float, attempt_s: float | None = None) -> Any:
-        """Sends ``request`` to the active controller, following leadership changes,
-        until it answers with anything but NOT_CONTROLLER; raises
-        ``ControllerUnavailable`` after ``timeout`` seconds. ``attempt_s`` overrides
-        the channel's wait for one answer (a read may be sent again at once)."""
+    async def call(self, request: Any, timeout: float) -> Any:
+        """Sends ``request`` to the active controller, following leadership changes
+        between attempts (an attempt waits on the controller it went to, as Kafka's
+        do), until it answers with anything but NOT_CONTROLLER; raises
+        ``ControllerUnavailable`` after ``timeout`` seconds."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while loop.time() < deadline:
             leader = self._active_controller()
             if leader is not None:
                 try:
-                    attempt = min(
-                        attempt_s or self._attempt_s, max(deadline - loop.time(), RETRY_S)
-                    )
+                    attempt = min(self._attempt_s, max(deadline - loop.time(), RETRY_S))
                     answer = await self._controllers[leader].request(request, attempt)
                 except PeerError as e:
                     log.debug("controller %d: %s", leader, e)
