@@ -72,10 +72,7 @@ class ControllerChannel:
                 except PeerError as e:
                     log.debug("controller %d: %s", leader, e)
                 else:
-                    if getattr(answer, "error_code", None) is not ErrorCode.not_controller:
-                        return answer
-                    codes = {t.error_code for t in getattr(answer, "topics", ())}
-                    if codes and codes != {ErrorCode.not_controller}:
+                    if not _not_controller(answer):
                         return answer
             await asyncio.sleep(RETRY_S)
         raise ControllerUnavailable(f"no active controller answered within {timeout:g} s")
@@ -83,3 +80,18 @@ class ControllerChannel:
     def close(self) -> None:
         for peer in self._controllers.values():
             peer.close()
+
+
+def _not_controller(answer: Any) -> bool:
+    """Whether ``answer`` says NOT_CONTROLLER: at the top, or (CreateTopics,
+    DeleteTopics, CreatePartitions, AlterConfigs, which have no top-level error)
+    for every item it answers."""
+    if getattr(answer, "error_code", None) is ErrorCode.not_controller:
+        return True
+    items = [
+        *getattr(answer, "topics", ()),
+        *getattr(answer, "responses", ()),
+        *getattr(answer, "results", ()),
+    ]
+    codes = {getattr(i, "error_code", None) for i in items}  # DescribeQuorum's topics have none
+    return codes == {ErrorCode.not_controller}

@@ -7,9 +7,11 @@ moves on within a second."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.errors import ErrorCode
 
 from broker.replication.controller_channel import (
     FORWARDING_ATTEMPT_S,
@@ -59,3 +61,53 @@ def test_the_heartbeat_channel_sends_again_after_a_second(monkeypatch: pytest.Mo
     sent, answer = requests_sent(monkeypatch, HEARTBEAT_ATTEMPT_S)
     assert sent >= 2
     assert answer is None  # no attempt waited long enough
+
+
+def test_a_create_topics_answered_not_controller_goes_to_the_next_controller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CreateTopics has no top-level error: a controller that lost its leadership
+    says NOT_CONTROLLER for each topic, and the client must not get that."""
+    leaders = iter([1, 2])
+    leader = 1
+    answers = {
+        1: SimpleNamespace(topics=[SimpleNamespace(error_code=ErrorCode.not_controller)]),
+        2: SimpleNamespace(topics=[SimpleNamespace(error_code=ErrorCode.none)]),
+    }
+
+    async def exchange(peer: PeerConnection, _entity: object) -> object:
+        nonlocal leader
+        answer = answers[peer.port]
+        leader = next(leaders, leader)
+        return answer
+
+    monkeypatch.setattr(PeerConnection, "_exchange", exchange)
+
+    async def call() -> object:
+        voters = {n: Voter(n, "127.0.0.1", n) for n in (1, 2)}
+        channel = ControllerChannel(1, voters, lambda: leader, FORWARDING_ATTEMPT_S)
+        try:
+            return await channel.call(REQUEST, timeout=5)
+        finally:
+            channel.close()
+
+    assert asyncio.run(call()) is answers[2]
+
+
+def test_an_answer_whose_items_carry_no_error_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DescribeQuorum's topics have no error code of their own."""
+    quorum = SimpleNamespace(error_code=ErrorCode.none, topics=[SimpleNamespace(topic_name="m")])
+
+    async def exchange(_peer: PeerConnection, _entity: object) -> object:
+        return quorum
+
+    monkeypatch.setattr(PeerConnection, "_exchange", exchange)
+
+    async def call() -> object:
+        channel = ControllerChannel(1, {1: Voter(1, "127.0.0.1", 9)}, lambda: 1)
+        try:
+            return await channel.call(REQUEST, timeout=5)
+        finally:
+            channel.close()
+
+    assert asyncio.run(call()) is quorum
