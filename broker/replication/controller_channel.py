@@ -8,9 +8,7 @@ reference broker has two: one for heartbeats, ISR changes, producer-id blocks an
 DescribeQuorum, whose attempts wait a second (a read or a heartbeat can go again at
 once), and one for the client requests it forwards, whose attempts wait as long as
 Kafka's forwarding channel does (``controller.socket.timeout.ms``, 30 s) within the
-request's own deadline.
-
-"""
+request's own deadline."""
 
 from __future__ import annotations
 
