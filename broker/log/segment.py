@@ -6,9 +6,10 @@ tools (and the power-loss fault) can read the layout without the broker.
 
 from __future__ import annotations
 
+import bisect
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from broker.log.batch import (
@@ -24,6 +25,9 @@ from broker.log.ledger import FsyncLedger
 from broker.log.txn_index import TransactionIndex
 
 READ_CHUNK = 1 << 20
+#: how many of the last appended batches a segment keeps in memory: caught-up
+#: followers and consumers read from among them, without searching the file
+RECENT_BATCHES = 256
 
 
 def file_stem(offset: int) -> str:
@@ -51,6 +55,10 @@ class LogSegment:
         self.max_timestamp = -1
         self.created_at = time.time()
         self._bytes_since_index = 0
+        # the last appended batches, oldest first: (position, header), and
+        # each one's last offset for bisecting
+        self._recent: list[tuple[int, BatchHeader]] = []
+        self._recent_last: list[int] = []
 
     # -- loading and recovery ------------------------------------------------
     def load(self, validate: bool) -> CorruptBatch | None:
@@ -61,6 +69,7 @@ class LogSegment:
         error returned. Without it, the index is trusted unless it is corrupt.
         """
         self.txn_index.load()
+        self._forget_recent(0)
         if not validate:
             try:
                 self.index.load(self.size)
@@ -127,12 +136,23 @@ class LogSegment:
         for pos, header in headers:
             self._maybe_index(header, start + pos)
             self._note(header)
+            self._recent.append((start + pos, header))
+            self._recent_last.append(header.last_offset)
+        if len(self._recent) > 2 * RECENT_BATCHES:
+            del self._recent[:-RECENT_BATCHES]
+            del self._recent_last[:-RECENT_BATCHES]
 
     def _maybe_index(self, header: BatchHeader, pos: int) -> None:
         if self._bytes_since_index >= self.index_interval:
             self.index.append(header.base_offset, pos)
             self._bytes_since_index = 0
         self._bytes_since_index += header.size
+
+    def _forget_recent(self, pos: int) -> None:
+        """Drops the recent batches at or past byte ``pos`` (truncated away)."""
+        while self._recent and self._recent[-1][0] >= pos:
+            self._recent.pop()
+            self._recent_last.pop()
 
     def _note(self, header: BatchHeader) -> None:
         self.next_offset = header.next_offset
@@ -141,21 +161,31 @@ class LogSegment:
     # -- reads ---------------------------------------------------------------
     def find(self, offset: int) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch containing an offset >= ``offset``."""
-        _, pos = self.index.lookup(offset)
-        for batch_pos, header in self.iter_headers(pos):
-            if header.last_offset >= offset:
-                return batch_pos, header
+        for found in self._batches_from(offset):
+            return found
         return None
+
+    def _batches_from(self, offset: int) -> Iterable[tuple[int, BatchHeader]]:
+        """``(position, header)`` of each batch from the one holding the first
+        offset >= ``offset``: from the recent batches when they hold it, else
+        from the file, after the index's entry at or before it."""
+        recent = self._recent
+        if recent and recent[0][1].base_offset <= offset <= self._recent_last[-1]:
+            return recent[bisect.bisect_left(self._recent_last, offset) :]
+        _, pos = self.index.lookup(offset)
+        return (
+            (batch_pos, header)
+            for batch_pos, header in self.iter_headers(pos)
+            if header.last_offset >= offset
+        )
 
     def read(self, offset: int, max_bytes: int, upper: int, min_one: bool) -> bytes:
         """Whole batches from the one holding ``offset``, stopping before ``upper``
         (exclusive) or ``max_bytes`` (but at least one batch if ``min_one``)."""
-        found = self.find(offset)
-        if found is None:
-            return b""
-        start, _ = found
-        end = start
-        for pos, header in self.iter_headers(start):
+        start = end = -1
+        for pos, header in self._batches_from(offset):
+            if start < 0:
+                start = end = pos
             if header.base_offset >= upper:
                 break
             if pos + header.size - start > max_bytes and not (min_one and pos == start):
@@ -183,12 +213,14 @@ class LogSegment:
         self._fd = os.open(self.path, os.O_RDWR)
         self.size = len(data)
         self.dirty = False
+        self._forget_recent(0)
         self.max_timestamp = -1
         self.load(validate=True)
 
     def truncate_to_position(self, pos: int) -> None:
         os.ftruncate(self._fd, pos)
         self.size = pos
+        self._forget_recent(pos)
         self.index.truncate_to_position(pos)
         self.ledger.fsync_fd(self._fd, self.path)
 

@@ -259,3 +259,46 @@ def test_recovery_from_any_cut_or_bit_rot_keeps_a_prefix(tmp_path_factory, data)
     assert [o for o, _ in recovered_records] == list(range(len(values)))
     assert recovered.append(bytearray(make_batch([b"new"])), 0).first_offset == len(values)
     ledger.close()
+
+
+@hypothesis_settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_reads_from_the_recent_batches_match_reads_from_the_file(tmp_path_factory, data) -> None:
+    """A segment answers reads among its last appended batches from memory: after
+    appends and truncations they give what the file gives, and what was written."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("broker.log.segment.RECENT_BATCHES", 3)
+        _check_recent_reads(tmp_path_factory.mktemp("recent"), data)
+
+
+def _check_recent_reads(tmp_path: Path, data: st.DataObject) -> None:
+    ledger = FsyncLedger(tmp_path)
+    log = open_log(tmp_path, ledger, segment_bytes=2000, index_interval_bytes=150)
+    written: list[bytes] = []
+    batch_starts: list[int] = []
+    for step in range(data.draw(st.integers(1, 25))):
+        if batch_starts and data.draw(st.integers(0, 4)) == 0:
+            cut = data.draw(st.sampled_from(batch_starts))
+            log.truncate_to(cut)
+            del written[cut:]
+            batch_starts = [o for o in batch_starts if o < cut]
+        else:
+            values = [b"s%02d.%d" % (step, i) for i in range(data.draw(st.integers(1, 3)))]
+            batch_starts.append(log.append(bytearray(make_batch(values)), 0).first_offset)
+            written += values
+        if written and data.draw(st.booleans()):
+            start = data.draw(st.integers(0, len(written) - 1))
+            max_bytes = data.draw(st.sampled_from([1, 200, 1 << 20]))
+            upper = data.draw(st.integers(start + 1, len(written)))
+            segment = log.segments[log._segment_index(start)]
+            from_memory = log.read(start, max_bytes, upper)
+            kept = segment._recent, segment._recent_last
+            segment._recent, segment._recent_last = [], []
+            from_file = log.read(start, max_bytes, upper)
+            segment._recent, segment._recent_last = kept
+            assert from_memory == from_file
+            got = read_values(from_memory)
+            assert got and got[0][0] <= start
+            assert all(written[o] == v for o, v in got)
+    assert [v for _, v in values_of(log)] == written
+    ledger.close()
