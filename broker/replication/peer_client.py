@@ -12,14 +12,13 @@ import io
 import struct
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
 
-from broker.protocol.codec import API_VERSIONS_KEY
+from broker.protocol.codec import API_VERSIONS_KEY, response_type
 from broker.protocol.frame_guard import check
 
 SIZE = struct.Struct(">i")
@@ -50,7 +49,7 @@ def encode_request(entity: Any, correlation_id: int, client_id: str) -> bytes:
 def decode_response(frame: bytes, request: Any) -> tuple[int, Any]:
     """``(correlation_id, response)`` for a response to ``request``."""
     cls = type(request)
-    body_type = load_response_schema(cls.__api_key__, cls.__version__)
+    body_type = response_type(cls.__api_key__, cls.__version__)
     flexible = body_type.__flexible__ and cls.__api_key__ != API_VERSIONS_KEY  # always v0
     header_type = ResponseHeaderV1 if flexible else ResponseHeaderV0
     check(body_type, frame, check(header_type, frame))  # UnsafeFrame is a ValueError
