@@ -7,12 +7,14 @@ moves on within a second."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
+from broker.broker import Broker
 from broker.replication.controller_channel import (
     FORWARDING_ATTEMPT_S,
     HEARTBEAT_ATTEMPT_S,
@@ -21,6 +23,7 @@ from broker.replication.controller_channel import (
 )
 from broker.replication.peer_client import PeerConnection
 from broker.replication.voters import Voter
+from broker.server_properties import load_config
 
 REQUEST = ApiVersionsRequest(client_software_name="t", client_software_version="1")
 ANSWER_AFTER_S = HEARTBEAT_ATTEMPT_S + 0.5
@@ -111,3 +114,22 @@ def test_an_answer_whose_items_carry_no_error_is_taken(monkeypatch: pytest.Monke
             channel.close()
 
     assert asyncio.run(call()) is quorum
+
+
+def test_a_cluster_node_forwards_over_the_waiting_channel(tmp_path: Path) -> None:
+    """The broker gives its ForwardingManager the channel that waits, and sends
+    heartbeats and DescribeQuorum over the one that moves on."""
+    config = load_config(
+        1, "127.0.0.1:19092", tmp_path, None, ["controller.quorum.voters=1@127.0.0.1:19093"]
+    )
+    broker = Broker(config)
+    try:
+        cluster = broker.cluster
+        assert cluster is not None
+        assert cluster.forwarding._channel is cluster.forwarding_channel
+        assert cluster.forwarding_channel._attempt_s == FORWARDING_ATTEMPT_S
+        assert cluster.forwarding._reads is cluster.channel
+        assert cluster.lifecycle._channel is cluster.channel
+        assert cluster.channel._attempt_s == HEARTBEAT_ATTEMPT_S
+    finally:
+        broker.ledger.close()
