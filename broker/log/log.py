@@ -332,6 +332,7 @@ class Log:
         state snapshotted, as Kafka does on roll."""
         self.flush()
         self.producer_state.take_snapshot()
+        self.segments[-1].forget_recent()
         self.segments.append(self._new_segment(self.next_offset))
 
     # -- durability ------------------------------------------------------------

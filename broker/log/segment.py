@@ -10,6 +10,7 @@ import bisect
 import os
 import time
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 
 from broker.log.batch import (
@@ -25,9 +26,10 @@ from broker.log.ledger import FsyncLedger
 from broker.log.txn_index import TransactionIndex
 
 READ_CHUNK = 1 << 20
-#: how many of the last appended batches a segment keeps in memory: caught-up
-#: followers and consumers read from among them, without searching the file
-RECENT_BATCHES = 256
+#: how many of its last appended batches the active segment keeps in memory
+#: (between this and twice this): caught-up followers and consumers read from
+#: among them, without searching the file
+RECENT_BATCHES = 64
 
 
 def file_stem(offset: int) -> str:
@@ -139,8 +141,9 @@ class LogSegment:
             self._recent.append((start + pos, header))
             self._recent_last.append(header.last_offset)
         if len(self._recent) > 2 * RECENT_BATCHES:
-            del self._recent[:-RECENT_BATCHES]
-            del self._recent_last[:-RECENT_BATCHES]
+            cut = len(self._recent) - RECENT_BATCHES
+            del self._recent[:cut]
+            del self._recent_last[:cut]
 
     def _maybe_index(self, header: BatchHeader, pos: int) -> None:
         if self._bytes_since_index >= self.index_interval:
@@ -149,10 +152,15 @@ class LogSegment:
         self._bytes_since_index += header.size
 
     def _forget_recent(self, pos: int) -> None:
-        """Drops the recent batches at or past byte ``pos`` (truncated away)."""
-        while self._recent and self._recent[-1][0] >= pos:
+        """Drops the recent batches that reach past byte ``pos`` (truncated away)."""
+        while self._recent and self._recent[-1][0] + self._recent[-1][1].size > pos:
             self._recent.pop()
             self._recent_last.pop()
+
+    def forget_recent(self) -> None:
+        """The segment is no longer the active one: its few readers go through
+        the index, and it holds no batches in memory."""
+        self._forget_recent(0)
 
     def _note(self, header: BatchHeader) -> None:
         self.next_offset = header.next_offset
@@ -171,7 +179,7 @@ class LogSegment:
         from the file, after the index's entry at or before it."""
         recent = self._recent
         if recent and recent[0][1].base_offset <= offset <= self._recent_last[-1]:
-            return recent[bisect.bisect_left(self._recent_last, offset) :]
+            return islice(recent, bisect.bisect_left(self._recent_last, offset), None)
         _, pos = self.index.lookup(offset)
         return (
             (batch_pos, header)

@@ -261,6 +261,25 @@ def test_recovery_from_any_cut_or_bit_rot_keeps_a_prefix(tmp_path_factory, data)
     ledger.close()
 
 
+def test_a_batch_appended_after_a_truncation_is_read_whole(
+    tmp_path: Path, ledger: FsyncLedger
+) -> None:
+    """A truncation to a batch start forgets that batch: the one appended in its
+    place, of another size, is what a read from there returns. A rolled segment
+    keeps no batches in memory."""
+    log = open_log(tmp_path, ledger)
+    for value in (b"a", b"b", b"c"):
+        log.append(bytearray(make_batch([value])), 0)
+    log.truncate_to(1)
+    log.append(bytearray(make_batch([b"x", b"y", b"z"])), 0)
+    whole = [(1, b"x"), (2, b"y"), (3, b"z")]
+    assert read_values(log.read(1, 1, 4)) == whole  # one batch at least, and only whole
+    assert read_values(log.read(2, 1 << 20, 4)) == whole
+    log.roll()
+    assert log.segments[0]._recent == []
+    assert read_values(log.read(1, 1, 4)) == whole
+
+
 @hypothesis_settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_reads_from_the_recent_batches_match_reads_from_the_file(tmp_path_factory, data) -> None:
