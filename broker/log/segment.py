@@ -57,10 +57,8 @@ class LogSegment:
         self.max_timestamp = -1
         self.created_at = time.time()
         self._bytes_since_index = 0
-        # the last appended batches, oldest first: (position, header), and
-        # each one's last offset for bisecting
+        # the last appended batches, oldest first: (position, header)
         self._recent: list[tuple[int, BatchHeader]] = []
-        self._recent_last: list[int] = []
 
     # -- loading and recovery ------------------------------------------------
     def load(self, validate: bool) -> CorruptBatch | None:
@@ -71,7 +69,7 @@ class LogSegment:
         error returned. Without it, the index is trusted unless it is corrupt.
         """
         self.txn_index.load()
-        self._forget_recent(0)
+        self.forget_recent()
         if not validate:
             try:
                 self.index.load(self.size)
@@ -139,11 +137,8 @@ class LogSegment:
             self._maybe_index(header, start + pos)
             self._note(header)
             self._recent.append((start + pos, header))
-            self._recent_last.append(header.last_offset)
         if len(self._recent) > 2 * RECENT_BATCHES:
-            cut = len(self._recent) - RECENT_BATCHES
-            del self._recent[:cut]
-            del self._recent_last[:cut]
+            del self._recent[: len(self._recent) - RECENT_BATCHES]
 
     def _maybe_index(self, header: BatchHeader, pos: int) -> None:
         if self._bytes_since_index >= self.index_interval:
@@ -151,16 +146,12 @@ class LogSegment:
             self._bytes_since_index = 0
         self._bytes_since_index += header.size
 
-    def _forget_recent(self, pos: int) -> None:
-        """Drops the recent batches that reach past byte ``pos`` (truncated away)."""
+    def forget_recent(self, pos: int = 0) -> None:
+        """Drops the recent batches that reach past byte ``pos``: truncated away,
+        or all of them when the segment is loaded or no longer the active one
+        (its few readers then go through the index)."""
         while self._recent and self._recent[-1][0] + self._recent[-1][1].size > pos:
             self._recent.pop()
-            self._recent_last.pop()
-
-    def forget_recent(self) -> None:
-        """The segment is no longer the active one: its few readers go through
-        the index, and it holds no batches in memory."""
-        self._forget_recent(0)
 
     def _note(self, header: BatchHeader) -> None:
         self.next_offset = header.next_offset
@@ -178,8 +169,9 @@ class LogSegment:
         offset >= ``offset``: from the recent batches when they hold it, else
         from the file, after the index's entry at or before it."""
         recent = self._recent
-        if recent and recent[0][1].base_offset <= offset <= self._recent_last[-1]:
-            return islice(recent, bisect.bisect_left(self._recent_last, offset), None)
+        if recent and recent[0][1].base_offset <= offset <= recent[-1][1].last_offset:
+            first = bisect.bisect_left(recent, offset, key=lambda batch: batch[1].last_offset)
+            return islice(recent, first, None)
         _, pos = self.index.lookup(offset)
         return (
             (batch_pos, header)
@@ -221,14 +213,13 @@ class LogSegment:
         self._fd = os.open(self.path, os.O_RDWR)
         self.size = len(data)
         self.dirty = False
-        self._forget_recent(0)
         self.max_timestamp = -1
         self.load(validate=True)
 
     def truncate_to_position(self, pos: int) -> None:
         os.ftruncate(self._fd, pos)
         self.size = pos
-        self._forget_recent(pos)
+        self.forget_recent(pos)
         self.index.truncate_to_position(pos)
         self.ledger.fsync_fd(self._fd, self.path)
 

@@ -311,10 +311,9 @@ def _check_recent_reads(tmp_path: Path, data: st.DataObject) -> None:
             upper = data.draw(st.integers(start + 1, len(written)))
             segment = log.segments[log._segment_index(start)]
             from_memory = log.read(start, max_bytes, upper)
-            kept = segment._recent, segment._recent_last
-            segment._recent, segment._recent_last = [], []
+            kept, segment._recent = segment._recent, []
             from_file = log.read(start, max_bytes, upper)
-            segment._recent, segment._recent_last = kept
+            segment._recent = kept
             assert from_memory == from_file
             got = read_values(from_memory)
             assert got and got[0][0] <= start
