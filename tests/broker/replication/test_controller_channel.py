@@ -7,6 +7,7 @@ moves on within a second."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,6 +30,25 @@ REQUEST = ApiVersionsRequest(client_software_name="t", client_software_version="
 ANSWER_AFTER_S = HEARTBEAT_ATTEMPT_S + 0.5
 
 
+def call(
+    voters: dict[int, Voter], leader: Callable[[], int], attempt_s: float, timeout: float
+) -> object:
+    """What one ``ControllerChannel.call`` of ``REQUEST`` returns."""
+
+    async def run() -> object:
+        channel = ControllerChannel(1, voters, leader, attempt_s)
+        try:
+            return await channel.call(REQUEST, timeout=timeout)
+        finally:
+            channel.close()
+
+    return asyncio.run(run())
+
+
+def one_voter() -> dict[int, Voter]:
+    return {1: Voter(1, "127.0.0.1", 9)}
+
+
 def requests_sent(monkeypatch: pytest.MonkeyPatch, attempt_s: float) -> tuple[int, object]:
     """The requests a channel of ``attempt_s`` sends to a controller that answers
     each ``ANSWER_AFTER_S`` after it came, and the answer the call returns (None
@@ -42,17 +62,10 @@ def requests_sent(monkeypatch: pytest.MonkeyPatch, attempt_s: float) -> tuple[in
         return "answer"
 
     monkeypatch.setattr(PeerConnection, "_exchange", slow_exchange)
-
-    async def call() -> object:
-        channel = ControllerChannel(1, {1: Voter(1, "127.0.0.1", 9)}, lambda: 1, attempt_s)
-        try:
-            return await channel.call(REQUEST, timeout=ANSWER_AFTER_S * 2.5)
-        except ControllerUnavailable:
-            return None
-        finally:
-            channel.close()
-
-    answer = asyncio.run(call())
+    try:
+        answer = call(one_voter(), lambda: 1, attempt_s, ANSWER_AFTER_S * 2.5)
+    except ControllerUnavailable:
+        answer = None
     return sent, answer
 
 
@@ -85,16 +98,8 @@ def test_a_create_topics_answered_not_controller_goes_to_the_next_controller(
         return answer
 
     monkeypatch.setattr(PeerConnection, "_exchange", exchange)
-
-    async def call() -> object:
-        voters = {n: Voter(n, "127.0.0.1", n) for n in (1, 2)}
-        channel = ControllerChannel(1, voters, lambda: leader, FORWARDING_ATTEMPT_S)
-        try:
-            return await channel.call(REQUEST, timeout=5)
-        finally:
-            channel.close()
-
-    assert asyncio.run(call()) is answers[2]
+    voters = {n: Voter(n, "127.0.0.1", n) for n in (1, 2)}
+    assert call(voters, lambda: leader, FORWARDING_ATTEMPT_S, 5) is answers[2]
 
 
 def test_an_answer_whose_items_carry_no_error_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,15 +110,7 @@ def test_an_answer_whose_items_carry_no_error_is_taken(monkeypatch: pytest.Monke
         return quorum
 
     monkeypatch.setattr(PeerConnection, "_exchange", exchange)
-
-    async def call() -> object:
-        channel = ControllerChannel(1, {1: Voter(1, "127.0.0.1", 9)}, lambda: 1)
-        try:
-            return await channel.call(REQUEST, timeout=5)
-        finally:
-            channel.close()
-
-    assert asyncio.run(call()) is quorum
+    assert call(one_voter(), lambda: 1, HEARTBEAT_ATTEMPT_S, 5) is quorum
 
 
 def test_a_cluster_node_forwards_over_the_waiting_channel(tmp_path: Path) -> None:
