@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from confluent_kafka.admin import AdminClient
 
 from control.backends.base import Node
-from workloads.client import LIBRDKAFKA_LOG
+from workloads.config import LIBRDKAFKA_LOG
 from workloads.handles import Clients
 
 FIND_COORDINATOR = 10

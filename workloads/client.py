@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import NewTopic
 
+from workloads.config import ClientConfig
 from workloads.consuming import KeyConsumer
-from workloads.handles import Clients, close_producer
-from workloads.keys import PARTITIONS_PER_TOPIC, KeyMap
+from workloads.handles import close_producer
 from workloads.outcomes import (
     ClientCrash,
     IntentionalAbort,
@@ -37,102 +34,11 @@ from workloads.outcomes import (
     classify_txn,
     is_abortable,
 )
+from workloads.topics import create_topics
 
-# librdkafka's own log lines go to logging, not straight to stderr. Under
-# faults they are expected noise (refused connections...): what matters is in
-# the history, so they are hidden unless JEPKA_LIBRDKAFKA_LOG names a level.
 log = logging.getLogger(__name__)
-LIBRDKAFKA_LOG = logging.getLogger("librdkafka")
-LIBRDKAFKA_LOG.setLevel(os.environ.get("JEPKA_LIBRDKAFKA_LOG", "CRITICAL"))
 
 OpDict = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ClientConfig:
-    """Everything a client needs to connect, from the test spec."""
-
-    bootstrap: str
-    keys: tuple[int, ...]
-    acks: str = "all"
-    idempotence: bool = True
-    isolation_level: str = "read_committed"
-    transactional: bool = False
-    replication_factor: int = 1
-    #: the topics' min.insync.replicas; None leaves it to the broker's default
-    min_isr: int | None = None
-    key_map: KeyMap = field(default_factory=KeyMap)
-    group_id: str = "jepka"
-    txn_id_prefix: str = "jepka-txn"
-    op_timeout_s: float = 10.0
-    poll_s: float = 0.1
-    #: librdkafka properties for every producer, consumer and admin (SASL,
-    #: TLS, timeouts), over jepka's own
-    properties: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def longest_op_s(self) -> float:
-        """How long one client op may run before the harness records it as
-        unknown: three client op timeouts, also the producers'
-        ``transaction.timeout.ms``. A synchronous offset commit has no
-        timeout of its own; one blocked that long waits for a coordinator
-        the member's heartbeats cannot reach either, so its session
-        (``session.timeout.ms`` below) has expired and a commit arriving later
-        is refused (an old generation)."""
-        return self.op_timeout_s * 3
-
-    @property
-    def txn_timeout_ms(self) -> int | None:
-        """The producers' ``transaction.timeout.ms`` (jepka's, or the one the
-        client properties set); None where they are not transactional."""
-        if not self.transactional:
-            return None
-        return int(self.producer_conf(0)["transaction.timeout.ms"])
-
-    def admin_conf(self) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap, "logger": LIBRDKAFKA_LOG, **self.properties}
-
-    def producer_conf(self, process: Any) -> dict[str, Any]:
-        conf = {
-            "bootstrap.servers": self.bootstrap,
-            "acks": self.acks,
-            "enable.idempotence": self.idempotence or self.transactional,
-            "linger.ms": 0,
-            "message.timeout.ms": int(self.op_timeout_s * 1000 * 0.6),
-            "request.timeout.ms": int(self.op_timeout_s * 1000 * 0.3),
-            "socket.timeout.ms": int(self.op_timeout_s * 1000 * 0.5),
-            "max.in.flight.requests.per.connection": 5,
-            # A coordinator answers CONCURRENT_TRANSACTIONS while the previous
-            # commit's markers are written, a few ms on a LAN. librdkafka asks
-            # again after a fixed 20 ms for AddPartitionsToTxn, but for
-            # AddOffsetsToTxn, EndTxn and produce retries after this backoff
-            # (100 ms by default), doubling with jitter up to
-            # retry.backoff.max.ms (1 s); it also starts the fast metadata
-            # refresh after a leader change at this interval.
-            "retry.backoff.ms": 20,
-            "logger": LIBRDKAFKA_LOG,
-        }
-        if self.transactional:
-            conf["transactional.id"] = f"{self.txn_id_prefix}-{process}"
-            conf["transaction.timeout.ms"] = int(self.longest_op_s * 1000)
-        return {**conf, **self.properties}
-
-    def consumer_conf(self) -> dict[str, Any]:
-        return {
-            "bootstrap.servers": self.bootstrap,
-            "group.id": self.group_id,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "isolation.level": self.isolation_level,
-            # the end of a partition is reported, so final reads know when
-            # they are done (``ends`` of a completion)
-            "enable.partition.eof": True,
-            "socket.timeout.ms": int(self.op_timeout_s * 1000 * 0.5),
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 1000,
-            "logger": LIBRDKAFKA_LOG,
-            **self.properties,
-        }
 
 
 def completion(op: OpDict, value: Any, outcome: Outcome | None) -> OpDict:
@@ -422,74 +328,3 @@ def _combine(error: Outcome | None, sends: list[Outcome | None]) -> Outcome | No
         return Outcome("fail", candidates[0].error, end)
     info = next((o for o in candidates if o.type == "info"), candidates[0])
     return Outcome("info", info.error, any(o.end_process for o in candidates))
-
-
-def create_topics(config: ClientConfig, timeout_s: float = 30.0) -> dict[str, str]:
-    """Creates the topics for ``config.keys`` with the test's replication
-    factor and min.insync.replicas and waits until every partition has a
-    leader. Returns, for each topic that existed already with other
-    settings, how it differs."""
-    import time
-
-    wanted = config.key_map.topics(config.keys)
-    topic_config = {"min.insync.replicas": str(config.min_isr)} if config.min_isr else {}
-    existed = []
-    with Clients() as clients:
-        admin = clients.admin(config.admin_conf())
-        futures = admin.create_topics(
-            [
-                NewTopic(t, PARTITIONS_PER_TOPIC, config.replication_factor, config=topic_config)
-                for t in wanted
-            ],
-            request_timeout=timeout_s,
-        )
-        for topic, fut in futures.items():
-            try:
-                fut.result(timeout_s)
-            except KafkaException as e:
-                if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise
-                existed.append(topic)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            md = admin.list_topics(timeout=timeout_s)
-            ready = all(
-                t in md.topics
-                and md.topics[t].error is None
-                and len(md.topics[t].partitions) == PARTITIONS_PER_TOPIC
-                and all(p.leader >= 0 for p in md.topics[t].partitions.values())
-                for t in wanted
-            )
-            if ready:
-                return _differences(admin, md, existed, config, timeout_s)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"topics {wanted} have no leaders after {timeout_s}s")
-            time.sleep(0.2)
-
-
-def _differences(
-    admin: Any, md: Any, topics: list[str], config: ClientConfig, timeout_s: float
-) -> dict[str, str]:
-    """How each existing topic differs from the test's settings."""
-    from confluent_kafka.admin import ConfigResource
-
-    out = {}
-    for topic in topics:
-        found = []
-        rf = min(len(p.replicas) for p in md.topics[topic].partitions.values())
-        if rf != config.replication_factor:
-            found.append(f"replication factor {rf}, not {config.replication_factor}")
-        if config.min_isr:
-            resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-            try:  # only reported: a cluster may refuse DescribeConfigs (ACLs)
-                entries = admin.describe_configs([resource])[resource].result(timeout_s)
-            except KafkaException as e:
-                found.append(f"min.insync.replicas unknown ({e.args[0].str()})")
-            else:
-                entry = entries.get("min.insync.replicas")
-                value = entry.value if entry is not None else None
-                if value != str(config.min_isr):
-                    found.append(f"min.insync.replicas {value}, not {config.min_isr}")
-        if found:
-            out[topic] = "; ".join(found)
-    return out

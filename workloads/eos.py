@@ -37,7 +37,8 @@ from generator import (
     on_clients,
     phases,
 )
-from workloads.client import ClientConfig, OpDict, QueueClient, completion
+from workloads.client import OpDict, QueueClient, completion
+from workloads.config import ClientConfig
 from workloads.consuming import KeyConsumer
 from workloads.generators import AssignNewProcesses, OffsetTracker, final_polls, track_offsets
 from workloads.outcomes import Outcome, classify_txn, is_abortable

@@ -26,7 +26,8 @@ from typing import Any
 from generator import GenLike, Rand, any_, on_clients, repeat, stagger
 from workloads import eos
 from workloads import group as group_ops
-from workloads.client import ClientConfig, QueueClient
+from workloads.client import QueueClient
+from workloads.config import ClientConfig
 from workloads.generators import (
     AssignNewProcesses,
     OffsetTracker,

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tests.client_threads import Snapshot, left_after
-from workloads.client import ClientConfig, QueueClient
+from workloads.client import QueueClient
+from workloads.config import ClientConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.broker, pytest.mark.slow]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workloads.client import ClientConfig
+from workloads.config import ClientConfig
 from workloads.keys import KeyMap
 
 

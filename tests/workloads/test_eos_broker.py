@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from workloads.client import ClientConfig
+from workloads.config import ClientConfig
 from workloads.eos import EosClient, owned_keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.broker, pytest.mark.slow]

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from workloads.client import ClientConfig, QueueClient
+from workloads.client import QueueClient
+from workloads.config import ClientConfig
 
 REFUSED = KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, fatal=True)
 TIMED_OUT = KafkaError(KafkaError._MSG_TIMED_OUT)

@@ -28,9 +28,10 @@ from nemesis.base import NemesisContext
 from nemesis.roles import KafkaRoles, RoleLookupError
 from tests.eventually import eventually
 from tests.nemesis.probes import netns_available
-from workloads.client import ClientConfig, create_topics
+from workloads.config import ClientConfig
 from workloads.handles import Clients
 from workloads.keys import KeyMap
+from workloads.topics import create_topics
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.integration, pytest.mark.broker]
 
