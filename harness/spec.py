@@ -164,6 +164,14 @@ OPTIONS: tuple[Option, ...] = (
         derived="min(2, replication-factor)",
     ),
     Option("key_count", int, 8, "distinct keys (topic-partitions)", minimum=1, maximum=10_000),
+    Option(
+        "max_writes_per_key",
+        int,
+        0,
+        "writes a key gets before a fresh key replaces it (0: keys never retire)",
+        minimum=0,
+        maximum=1_000_000,
+    ),
     Option("max_txn_length", int, 4, "micro-ops per transaction", minimum=1, maximum=64),
     Option(
         "abort_p", _fraction, 1 / 32, "chance a txn is aborted on purpose", minimum=0, maximum=1
@@ -260,6 +268,7 @@ class TestSpec:
     replication_factor: int
     min_isr: int
     key_count: int
+    max_writes_per_key: int
     max_txn_length: int
     abort_p: float
     sub_via: tuple[str, ...]
@@ -496,6 +505,11 @@ def resolve(
     if spec.min_isr > spec.replication_factor:
         raise SpecError(
             f"min-isr {spec.min_isr} exceeds replication-factor {spec.replication_factor}"
+        )
+    if spec.max_writes_per_key and spec.workload in ("group", "eos"):
+        raise SpecError(
+            f"max-writes-per-key: the {spec.workload} workload keeps its keys; "
+            "rotate keys with queue, txn or idempotence"
         )
     if spec.db == "kafka" and "lose-unfsynced" in spec.nemesis:
         raise SpecError(

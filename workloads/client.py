@@ -34,7 +34,7 @@ from workloads.outcomes import (
     classify_txn,
     is_abortable,
 )
-from workloads.topics import create_topics
+from workloads.topics import KeyTopics, TopicsNotCreated
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +54,20 @@ def completion(op: OpDict, value: Any, outcome: Outcome | None) -> OpDict:
 class QueueClient:
     """A producer and a consumer for one process (the ``Client`` protocol)."""
 
-    def __init__(self, config: ClientConfig, process: Any = None) -> None:
+    def __init__(
+        self, config: ClientConfig, process: Any = None, topics: KeyTopics | None = None
+    ) -> None:
         self.config = config
         self.process = process
+        #: the run's topics, shared by every process's client
+        self.topics = topics if topics is not None else KeyTopics(config)
         self.producer: Producer | None = None
         self.consumer: KeyConsumer | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
     def open(self, test: Any, node: str) -> QueueClient:
-        client = QueueClient(self.config, process=os.urandom(4).hex())
+        client = QueueClient(self.config, process=os.urandom(4).hex(), topics=self.topics)
         try:
             client.producer = Producer(self.config.producer_conf(client.process))
             if self.config.transactional:
@@ -78,7 +82,7 @@ class QueueClient:
         """Creates every key's topic and waits until each partition has a
         leader; topics that existed already and differ from what the test
         asks are logged and recorded in the test as ``existing_topics``."""
-        differing = create_topics(self.config)
+        differing = self.topics.setup()
         for topic, problem in differing.items():
             log.warning("topic %s existed already: %s", topic, problem)
         if differing and isinstance(test, dict):
@@ -102,10 +106,14 @@ class QueueClient:
         f = op["f"]
         if f == "crash":
             return completion(op, op.get("value"), classify(ClientCrash()))
+        if f not in ("assign", "subscribe", "send", "poll", "txn"):
+            raise ValueError(f"queue client cannot apply f={f!r}")
+        try:
+            self.topics.ensure(_op_keys(op))
+        except TopicsNotCreated as e:  # nothing of the op was done
+            return completion(op, op["value"], Outcome("fail", f"topics-not-created: {e}"))
         if f in ("assign", "subscribe"):
             return self._reassign(op)
-        if f not in ("send", "poll", "txn"):
-            raise ValueError(f"queue client cannot apply f={f!r}")
         self.consumer.begin_op()
         # Final reads (``final``) are plain read_committed polls even in
         # transactional workloads: they only observe, and must not depend on
@@ -304,6 +312,13 @@ class QueueClient:
                 else:
                     outcomes[i] = None
         return outcomes
+
+
+def _op_keys(op: OpDict) -> list[int]:
+    """The keys an op names: those it assigns or subscribes to, or sends to."""
+    if op["f"] in ("assign", "subscribe"):
+        return list(op["value"])
+    return [mop[1] for mop in op["value"] if mop[0] == "send"]
 
 
 def _merged_polls(results: list[Any]) -> dict[int, list[list[int]]]:

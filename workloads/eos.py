@@ -42,6 +42,7 @@ from workloads.config import ClientConfig
 from workloads.consuming import KeyConsumer
 from workloads.generators import AssignNewProcesses, OffsetTracker, final_polls, track_offsets
 from workloads.outcomes import Outcome, classify_txn, is_abortable
+from workloads.topics import KeyTopics
 
 
 def owned_keys(inputs: list[int], concurrency: int, process: Any) -> list[int]:
@@ -56,13 +57,17 @@ class EosClient(QueueClient):
     consumer resumes from committed offsets; adds the ``copy`` op."""
 
     def __init__(
-        self, config: ClientConfig, inputs: list[int], concurrency: int, process: Any = None
+        self,
+        config: ClientConfig,
+        inputs: list[int],
+        concurrency: int,
+        topics: KeyTopics | None = None,
     ) -> None:
-        super().__init__(config, process)
+        super().__init__(config, topics=topics)
         self.inputs, self.concurrency = inputs, concurrency
 
     def open(self, test: Any, node: str) -> EosClient:
-        return EosClient(self.config, self.inputs, self.concurrency)
+        return EosClient(self.config, self.inputs, self.concurrency, self.topics)
 
     def _connect(self, process: Any) -> None:
         """The thread's transactional producer (fencing any predecessor) and a

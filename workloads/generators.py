@@ -6,19 +6,26 @@
   list-append, then ``tag-rw``: ``f`` is ``send``/``poll`` when all micro-ops
   agree, else ``txn``); values are unique per key; now and then an op is
   replaced by a re-``assign``/``subscribe`` of random keys (interleave
-  subscribes); with an abort chance, an op carries ``abort_at``.
+  subscribes); with an abort chance, an op carries ``abort_at``. With
+  ``max_writes`` a key that has had that many writes is retired and a fresh
+  key (one past the highest so far) takes its place (Elle's
+  ``max-writes-per-key``), so leader changes keep meeting new partitions
+  and each key's history stays short.
 * :class:`AssignNewProcesses` — a process's first op subscribes it to every
-  key, so a fresh consumer (after a crash) reads something. It draws no
-  randomness, so the random schedule does not depend on timing.
+  key it is given, or to the keys its ``QueueOps`` writes now, so a fresh
+  consumer (after a crash) reads something. It draws no randomness, so the
+  random schedule does not depend on timing.
 * :class:`OffsetTracker` / :func:`track_offsets` — the highest offset seen
-  per key, the target of the final polls (Jepsen's ``track-key-offsets``).
-* :class:`CatchUp` / :func:`final_polls` — per thread: assign every key from
-  the beginning, then poll until this process has read up to the target of
-  every key, or its consumer reports the partition's end past the target,
-  or the end of a log whose high watermark has stayed at or below the
-  target for ``END_STABLE_S`` (acknowledged records the log lost; an end
-  below the high watermark is an open transaction, waited for); an unknown
-  outcome starts over with a new process.
+  per key, the target of the final polls (Jepsen's ``track-key-offsets``),
+  and every key a send was issued to.
+* :class:`CatchUp` / :func:`final_polls` — per thread: assign every key
+  (those given and those sent to) from the beginning, then poll until this
+  process has read up to the target of every key, or its consumer reports
+  the partition's end past the target, or the end of a log whose high
+  watermark has stayed at or below the target for ``END_STABLE_S``
+  (acknowledged records the log lost; an end below the high watermark is
+  an open transaction, waited for); an unknown outcome starts over with a
+  new process.
 """
 
 from __future__ import annotations
@@ -67,7 +74,17 @@ def _offsets(done: OpDict) -> list[tuple[int, int]]:
 class QueueOps(Generator):
     """Random queue ops; see the module docstring."""
 
-    __slots__ = ("abort_p", "keys", "max_len", "next_values", "rand", "sub_p", "sub_via", "txn")
+    __slots__ = (
+        "abort_p",
+        "keys",
+        "max_len",
+        "max_writes",
+        "next_values",
+        "rand",
+        "sub_p",
+        "sub_via",
+        "txn",
+    )
 
     def __init__(
         self,
@@ -79,21 +96,27 @@ class QueueOps(Generator):
         abort_p: float = 0.0,
         sub_p: float = 0.0,
         sub_via: tuple[str, ...] = ("assign",),
+        max_writes: int = 0,
         next_values: tuple[int, ...] | None = None,
     ) -> None:
-        self.keys, self.rand, self.max_len, self.txn = keys, rand, max_len, txn
+        #: the keys written now (all of them unless ``max_writes`` retires keys)
+        self.keys = keys
+        self.rand, self.max_len, self.txn = rand, max_len, txn
         self.abort_p, self.sub_p, self.sub_via = abort_p, sub_p, sub_via
+        #: writes a key gets before a fresh key replaces it; 0 for never
+        self.max_writes = max_writes
         self.next_values = next_values if next_values is not None else (1,) * len(keys)
 
-    def _with(self, rand: Rand, next_values: tuple[int, ...]) -> QueueOps:
+    def _with(self, rand: Rand, keys: tuple[int, ...], next_values: tuple[int, ...]) -> QueueOps:
         return QueueOps(
-            self.keys,
+            keys,
             rand,
             max_len=self.max_len,
             txn=self.txn,
             abort_p=self.abort_p,
             sub_p=self.sub_p,
             sub_via=self.sub_via,
+            max_writes=self.max_writes,
             next_values=next_values,
         )
 
@@ -114,9 +137,9 @@ class QueueOps(Generator):
                 i, rand = rand.below(len(self.keys))
                 chosen = [self.keys[i]]
             o = {"type": "invoke", "process": process, "time": ctx.time, "f": via, "value": chosen}
-            return o, self._with(rand, self.next_values)
+            return o, self._with(rand, self.keys, self.next_values)
         n, rand = rand.below(self.max_len)
-        values = list(self.next_values)
+        keys, values = list(self.keys), list(self.next_values)
         mops: list[list[Any]] = []
         # Outside transactions an op is not atomic, so it never mixes sends
         # and polls: it is one poll or a batch of sends.
@@ -128,9 +151,11 @@ class QueueOps(Generator):
             if send is None:
                 send, rand = rand.chance(0.5)
             if send:
-                i, rand = rand.below(len(self.keys))
-                mops.append(["send", self.keys[i], values[i]])
+                i, rand = rand.below(len(keys))
+                mops.append(["send", keys[i], values[i]])
                 values[i] += 1
+                if self.max_writes and values[i] > self.max_writes:
+                    keys[i], values[i] = max(keys) + 1, 1
             else:
                 mops.append(["poll"])
         kinds = {m[0] for m in mops}
@@ -142,30 +167,37 @@ class QueueOps(Generator):
                 if hit:
                     o["abort_at"] = i
                     break
-        return o, self._with(rand, tuple(values))
+        return o, self._with(rand, tuple(keys), tuple(values))
 
 
 class AssignNewProcesses(Generator):
     """Before a process's first op from ``gen``, an op putting it on its keys:
-    ``keys`` itself, or ``keys(process)`` (no op when that is empty)."""
+    ``keys`` itself, ``keys(process)`` (no op when that is empty), or with
+    ``keys`` None the keys ``gen``, a :class:`QueueOps`, writes now."""
 
     __slots__ = ("done", "gen", "keys", "via")
 
     def __init__(
         self,
         gen: Generator | None,
-        keys: list[int] | Callable[[Any], list[int]],
+        keys: list[int] | Callable[[Any], list[int]] | None,
         via: str,
         done: frozenset[Any] = frozenset(),
     ) -> None:
         self.gen, self.keys, self.via, self.done = gen, keys, via, done
+
+    def _keys(self, process: Any) -> list[int]:
+        if self.keys is None:
+            assert isinstance(self.gen, QueueOps), "keys=None needs QueueOps to follow"
+            return list(self.gen.keys)
+        return self.keys(process) if callable(self.keys) else list(self.keys)
 
     def op(self, test: Any, ctx: Context) -> OpResult:
         if self.gen is None:
             return None
         process = ctx.some_free_process()
         if process is not None and process not in self.done:
-            keys = self.keys(process) if callable(self.keys) else list(self.keys)
+            keys = self._keys(process)
             if keys:
                 o = {
                     "type": "invoke",
@@ -189,16 +221,23 @@ class AssignNewProcesses(Generator):
 
 
 class OffsetTracker:
-    """The highest offset known per key (from ok sends and polls). Shared,
-    mutable state — like Jepsen's atom — written only by the interpreter thread."""
+    """The highest offset known per key (from ok sends and polls), and every
+    key a send was issued to. Shared, mutable state — like Jepsen's atom —
+    written only by the interpreter thread."""
 
     def __init__(self) -> None:
         self.highest: dict[int, int] = {}
+        self.sent_to: set[int] = set()
 
-    def observe(self, done: OpDict) -> None:
-        if done.get("type") != "ok":
+    def observe(self, event: OpDict) -> None:
+        if event.get("type") == "invoke":
+            for mop in event.get("value") or []:
+                if isinstance(mop, list) and len(mop) == 3 and mop[0] == "send":
+                    self.sent_to.add(int(mop[1]))
             return
-        for key, offset in _offsets(done):
+        if event.get("type") != "ok":
+            return
+        for key, offset in _offsets(event):
             if offset > self.highest.get(key, -1):
                 self.highest[key] = offset
 
@@ -273,7 +312,8 @@ class CatchUp(Generator):
             return PENDING
         base = {"type": "invoke", "process": process, "time": ctx.time}
         if self.seen is None:
-            o = {**base, "f": "assign", "value": list(self.keys), "seek_to_beginning": True}
+            keys = sorted({*self.keys, *self.tracker.sent_to})
+            o = {**base, "f": "assign", "value": keys, "seek_to_beginning": True}
             return o, CatchUp(self.keys, self.tracker, {})
         o = {**base, "f": "poll", "value": [["poll"]], "poll_ms": FINAL_POLL_MS, "final": True}
         return o, self
@@ -303,5 +343,6 @@ class CatchUp(Generator):
 
 
 def final_polls(keys: list[int], tracker: OffsetTracker) -> Generator:
-    """Every client thread reads every key until caught up (bound it with a time limit)."""
+    """Every client thread reads every key (``keys`` and those sent to)
+    until caught up (bound it with a time limit)."""
     return each_thread(CatchUp(keys, tracker))

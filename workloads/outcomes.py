@@ -33,7 +33,7 @@ class Outcome:
     end_process: bool = False
 
 
-def _name(code: int) -> str:
+def error_name(code: int) -> str:
     """``KafkaError.NOT_LEADER_FOR_PARTITION`` → ``not-leader-for-partition``."""
     try:
         text = KafkaError(code).name()
@@ -97,7 +97,7 @@ class ClientCrash(Exception):
 
 def classify_code(code: int, fatal: bool = False) -> Outcome:
     """The outcome for a librdkafka error code."""
-    name = _name(code)
+    name = error_name(code)
     if code in FENCED:
         return Outcome("fail", name, end_process=True)
     if fatal:
@@ -155,7 +155,7 @@ def classify_delivery(err: KafkaError) -> Outcome:
     code = err.code()
     if code in FENCED or code in LOCAL_DEFINITE:
         return classify_code(code, err.fatal())
-    return Outcome("info", _name(code), end_process=err.fatal())
+    return Outcome("info", error_name(code), end_process=err.fatal())
 
 
 def is_abortable(e: BaseException | KafkaError) -> bool:

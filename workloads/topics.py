@@ -1,11 +1,19 @@
 """The run's topics: every key's topic, two partitions each
 (``workloads.keys``), with the test's replication factor and
-min.insync.replicas, made before the run by ``create_topics``.
+min.insync.replicas.
+
+``create_topics`` makes the first keys' topics before the run and waits for
+their leaders. ``KeyTopics`` knows which topics exist and makes those of keys
+that come later (keys that rotate in, ``--max-writes-per-key``) when an op
+first names them, as Jepsen's Kafka client creates a topic on its first
+send; it is shared by every process's client.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -14,10 +22,75 @@ from confluent_kafka.admin import NewTopic
 from workloads.config import ClientConfig
 from workloads.handles import Clients
 from workloads.keys import PARTITIONS_PER_TOPIC
+from workloads.outcomes import error_name
 
 
-def _topic_config(config: ClientConfig) -> dict[str, str]:
-    return {"min.insync.replicas": str(config.min_isr)} if config.min_isr else {}
+class TopicsNotCreated(Exception):
+    """Topics an op needs could not be created; nothing of the op was done."""
+
+
+class KeyTopics:
+    """Which of the run's topics exist; creates the missing ones of keys an
+    op names, once each. Thread-safe: processes share one."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        self._created: set[str] = set()
+
+    def setup(self) -> dict[str, str]:
+        """Creates the first keys' topics (``create_topics``)."""
+        differing = create_topics(self.config)
+        self._mark(self.config.key_map.topics(self.config.keys))
+        return differing
+
+    def ensure(self, keys: Iterable[int]) -> None:
+        """Creates the topics of ``keys`` not known to exist; TopicsNotCreated
+        when one cannot be created within the op timeout (another process
+        creating it at the same time is no error)."""
+        with self._lock:
+            missing = [t for t in self.config.key_map.topics(keys) if t not in self._created]
+        if not missing:
+            return
+        with Clients() as clients:
+            admin = clients.admin(self.config.admin_conf())
+            codes = _ask(admin, missing, self.config, self.config.op_timeout_s)
+        refused = {t: error_name(c) for t, c in codes.items() if c not in CREATED}
+        self._mark(t for t in missing if t not in refused)
+        if refused:
+            raise TopicsNotCreated(", ".join(f"{t}: {why}" for t, why in sorted(refused.items())))
+
+    def _mark(self, topics: Iterable[str]) -> None:
+        with self._lock:
+            self._created.update(topics)
+
+
+#: a topic asked for was created, or existed already
+CREATED = (None, KafkaError.TOPIC_ALREADY_EXISTS)
+
+
+def _ask(admin: Any, topics: list[str], config: ClientConfig, timeout_s: float) -> dict[str, Any]:
+    """Asks the cluster to create ``topics``; each one's error code, None
+    where it was created."""
+    topic_config = {"min.insync.replicas": str(config.min_isr)} if config.min_isr else {}
+    futures = admin.create_topics(
+        [
+            NewTopic(t, PARTITIONS_PER_TOPIC, config.replication_factor, config=topic_config)
+            for t in topics
+        ],
+        request_timeout=timeout_s,
+    )
+    return {t: _code(future, timeout_s) for t, future in futures.items()}
+
+
+def _code(future: Any, timeout_s: float) -> int | None:
+    try:
+        future.result(timeout_s)
+    except KafkaException as e:
+        return int(e.args[0].code())
+    except TimeoutError:
+        return int(KafkaError._TIMED_OUT)
+    return None
 
 
 def create_topics(config: ClientConfig, timeout_s: float = 30.0) -> dict[str, str]:
@@ -26,24 +99,13 @@ def create_topics(config: ClientConfig, timeout_s: float = 30.0) -> dict[str, st
     leader. Returns, for each topic that existed already with other
     settings, how it differs."""
     wanted = config.key_map.topics(config.keys)
-    topic_config = _topic_config(config)
-    existed = []
     with Clients() as clients:
         admin = clients.admin(config.admin_conf())
-        futures = admin.create_topics(
-            [
-                NewTopic(t, PARTITIONS_PER_TOPIC, config.replication_factor, config=topic_config)
-                for t in wanted
-            ],
-            request_timeout=timeout_s,
-        )
-        for topic, fut in futures.items():
-            try:
-                fut.result(timeout_s)
-            except KafkaException as e:
-                if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise
-                existed.append(topic)
+        codes = _ask(admin, wanted, config, timeout_s)
+        for topic, code in codes.items():
+            if code not in CREATED:
+                raise KafkaException(KafkaError(code, f"topic {topic} not created"))
+        existed = [t for t, code in codes.items() if code == KafkaError.TOPIC_ALREADY_EXISTS]
         deadline = time.monotonic() + timeout_s
         while True:
             md = admin.list_topics(timeout=timeout_s)

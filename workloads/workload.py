@@ -70,6 +70,9 @@ class WorkloadOptions:
     sub_p: float
     sub_via: tuple[str, ...]
     crash_clients: bool
+    #: writes a key gets before a fresh key replaces it; 0 for never
+    #: (queue, txn and idempotence)
+    max_writes_per_key: int = 0
     #: the run's topics are ``<namespace>-tN``, its group and transactional
     #: ids start with it: ``jepka`` on a cluster the test starts, a name of
     #: the run's own on an existing cluster
@@ -127,8 +130,9 @@ def build(spec: WorkloadOptions, bootstrap: str) -> Workload:
             abort_p=spec.abort_p if txn else 0.0,
             sub_p=spec.sub_p,
             sub_via=spec.sub_via,
+            max_writes=spec.max_writes_per_key,
         )
-        main = track_offsets(AssignNewProcesses(ops, keys, spec.sub_via[0]), tracker)
+        main = track_offsets(AssignNewProcesses(ops, None, spec.sub_via[0]), tracker)
     if spec.crash_clients:
         crashes = stagger(CRASH_INTERVAL_S, repeat({"f": "crash"}), Rand.derive(spec.seed, "crash"))
         main = any_(main, crashes)

@@ -121,6 +121,8 @@ def test_jepka_test_end_to_end_gives_a_verdict(
             "20",
             "--key-count",
             "4",
+            "--max-writes-per-key",
+            "10",
             "--store",
             str(store),
         ]
@@ -139,6 +141,10 @@ def test_jepka_test_end_to_end_gives_a_verdict(
     ops = history_ops(run)
     assert sum(o["type"] == "ok" and o["f"] == "send" for o in ops) > 50
     assert any(o["f"] == "poll" and o.get("poll_ms") == 1000 for o in ops)  # final reads
+    # keys rotated: fresh keys (topics made as they came) were written and read back
+    sent = {m[1] for o in ops if o["type"] == "ok" and o["f"] == "send" for m in o["value"]}
+    final = {int(k) for o in ops if o.get("final") and o["type"] == "ok" for k in o["value"][0][1]}
+    assert max(sent) >= 4 and sent <= final
 
 
 @pytest.mark.slow

@@ -45,6 +45,11 @@ def test_broker_settings_from_file_and_flags(tmp_path: Path) -> None:
         ({"broker_config": "num.partitions"}, "broker-config: 'num.partitions' is not a setting"),
         ({"broker_config": ["a=1", "=2"]}, "broker-config: '=2' is not a setting key=value"),
         ({"db": "kafka", "nemesis": "kill,lose-unfsynced"}, "lose-unfsynced needs the reference"),
+        (
+            {"workload": "group", "max_writes_per_key": 64},
+            "max-writes-per-key: the group workload keeps its keys",
+        ),
+        ({"max_writes_per_key": -1}, "max-writes-per-key: -1 is below the minimum 0"),
         ({"image": "k:1"}, "image k:1: images run with --cluster docker only"),
         ({"image": "k:1", "cluster": "docker", "bug": "no-dedup"}, "brings its own broker"),
         ({"image": "k:1", "cluster": "docker", "nemesis": "kill,clock"}, "nemesis clock needs"),

@@ -67,6 +67,28 @@ def test_sends_and_polls_round_trip_with_offsets(broker: Any) -> None:
         s.close()
 
 
+def test_a_key_that_rotates_in_gets_its_topic_when_an_op_first_names_it(broker: Any) -> None:
+    s = Session(config(broker.bootstrap))
+    fresh = 41  # past KEYS: its topic (jepka-t20) was not made by setup
+    try:
+        assert s("assign", [*KEYS, fresh])["type"] == "ok"
+        done = s("send", [["send", fresh, 1]])
+        assert done["type"] == "ok", done
+        assert [v for _, v in s.poll_all()[fresh]] == [1]
+    finally:
+        s.close()
+    # a topic the cluster refuses (3 replicas on 1 broker): the op fails, as
+    # nothing of it was done, and names the topic and why
+    unplaced = QueueClient(config(broker.bootstrap, replication_factor=3)).open({}, "n1")
+    try:
+        op = {"type": "invoke", "process": 1, "f": "send", "value": [["send", 43, 1]]}
+        done = unplaced.invoke({}, op)
+        assert done["type"] == "fail", done
+        assert done["error"] == "topics-not-created: jepka-t21: invalid-replication-factor"
+    finally:
+        unplaced.close({})
+
+
 def test_a_poll_returns_once_a_record_has_come_not_at_its_timeout(broker: Any) -> None:
     """As the Java consumer's poll: librdkafka's consume(n, timeout) alone
     would wait the whole 20 s for n records."""

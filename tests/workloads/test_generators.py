@@ -116,6 +116,41 @@ def test_new_processes_are_assigned_every_key_first() -> None:
     assert len(first) > 2  # info sends moved threads to new processes
 
 
+def test_a_key_that_had_its_writes_gives_way_to_a_fresh_one() -> None:
+    """Elle's key rotation: at most ``max_writes`` writes per key, values 1
+    upwards, and a retired key replaced by one past the highest so far."""
+    ops = ops_for(3, n=600, max_len=4, txn=True, max_writes=5)
+    sent = [(m[1], m[2]) for o in ops for m in o["value"] if m[0] == "send"]
+    per_key: dict[int, list[int]] = {}
+    for k, v in sent:
+        per_key.setdefault(k, []).append(v)
+    assert len(per_key) > 40
+    assert sorted(per_key) == list(range(len(per_key)))
+    assert all(vs == list(range(1, len(vs) + 1)) for vs in per_key.values())
+    short = [k for k, vs in per_key.items() if len(vs) < 5]
+    assert max(len(vs) for vs in per_key.values()) == 5
+    assert len(short) <= len(KEYS)  # only the pool in use at the end is short
+    resubs = [o for o in ops_for(3, n=600, sub_p=0.2, max_writes=5) if o["f"] == "assign"]
+    assert max(max(o["value"]) for o in resubs) > max(KEYS)  # re-assigns take fresh keys
+
+
+def test_new_processes_are_assigned_the_keys_written_now() -> None:
+    def complete(op: dict) -> dict:
+        return {**op, "type": "info" if op["f"] == "send" else "ok"}
+
+    ops = QueueOps(KEYS, g.Rand(5), max_writes=2)
+    gen = g.on_clients(g.limit(60, AssignNewProcesses(ops, None, "assign")))
+    h = invocations(simulate(gen, concurrency=2, complete=complete))
+    pool = set(KEYS)
+    for o in h:
+        if o["f"] == "assign":
+            assert set(o["value"]) == pool  # the keys in use when it came
+        for _, k, v in (m for m in o["value"] if o["f"] == "send"):
+            if v == 2:  # its last write: one past the highest takes its place
+                pool = pool - {k} | {max(pool) + 1}
+    assert max(max(o["value"]) for o in h if o["f"] == "assign") > max(KEYS)
+
+
 def test_final_polls_read_until_every_process_caught_up() -> None:
     tracker = OffsetTracker()
     log: dict = {k: [] for k in KEYS}
@@ -148,6 +183,16 @@ def test_final_polls_read_until_every_process_caught_up() -> None:
     per_process = Counter((o["process"], o["f"]) for o in h)
     assert per_process == {(0, "assign"): 1, (0, "poll"): 3, (1, "assign"): 1, (1, "poll"): 3}
     assert all(o.get("seek_to_beginning") for o in h if o["f"] == "assign")
+
+
+def test_final_reads_assign_the_keys_sent_to_besides_those_given() -> None:
+    tracker = OffsetTracker()
+    main = track_offsets(g.limit(4, g.repeat({"f": "send", "value": [["send", 9, 1]]})), tracker)
+    simulate(g.on_clients(main), concurrency=1, complete=lambda op: {**op, "type": "info"})
+    assert tracker.sent_to == {9} and tracker.highest == {}  # none known written
+    final = g.on_clients(g.limit(1, final_polls([0, 1], tracker)))
+    [assign] = invocations(simulate(final, concurrency=1))
+    assert assign["f"] == "assign" and assign["value"] == [0, 1, 9]
 
 
 def final_reads(tracker: OffsetTracker, log: int, end: int, high: int) -> list[dict]:
