@@ -117,6 +117,12 @@ def test_cycles_carry_their_ops_relations_and_offsets() -> None:
     assert [e["offsets"] for e in g0["edges"]] == [[0, 1], [0, 1]]
     labels = key_labels(pairs, {"key_map": {"0": "t/0", "2": "t/2", "3": "t/3"}})
     assert labels == {"0": "t/0", "2": "t/2", "3": "t/3"}
+    # keys the map lacks (rotated in) are placed by the run's namespace
+    rotated = key_labels(pairs, {"keys": {"0": ["jepka-t0", 0]}, "namespace": "jepka"})
+    assert rotated == {
+        "0": "jepka-t0/0",
+        **{str(k): f"jepka-t{k // 2}/{k % 2}" for k in range(1, 6)},
+    }
     assert list(key_labels(pairs, {})) == ["0", "1", "2", "3", "4", "5"]
 
 
