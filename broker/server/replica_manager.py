@@ -127,7 +127,10 @@ class ReplicaManager:
         configs: dict[str, str],
         validate_only: bool = False,
     ) -> TopicInfo:
-        """Creates a topic (CreateTopics, auto-creation); raises ``KafkaError``."""
+        """Creates a topic (CreateTopics, auto-creation); raises ``KafkaError``:
+        TOPIC_ALREADY_EXISTS before any other refusal, as Kafka checks."""
+        if name in self.topics.topics:
+            raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         num_partitions = self.config["num.partitions"] if num_partitions == -1 else num_partitions
         rf = (
             self.config["default.replication.factor"]
@@ -144,8 +147,6 @@ class ReplicaManager:
         except ConfigError as e:
             raise KafkaError(ErrorCode.invalid_config, str(e)) from None
         if validate_only:
-            if name in self.topics.topics:
-                raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
             return TopicInfo(name, "", [], configs)
         topic = self.topics.create(name, num_partitions, self.live_brokers()[:rf], configs)
         self._open_topic(topic, clean=True)

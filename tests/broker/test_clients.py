@@ -116,6 +116,8 @@ def test_admin_create_describe_delete(broker: BrokerProcess, kafka_clients: Clie
     create(broker.bootstrap, "admin", 4, min_insync_replicas="1", cleanup_policy="delete")
     with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):
         admin.create_topics([NewTopic("admin", 1, 1)])["admin"].result(10)
+    with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):  # checked first, as Kafka
+        admin.create_topics([NewTopic("admin", 1, 3)])["admin"].result(10)
     with pytest.raises(KafkaException, match="INVALID_REPLICATION_FACTOR"):
         admin.create_topics([NewTopic("rf3", 1, 3)])["rf3"].result(10)
     with pytest.raises(KafkaException, match="INVALID_CONFIG"):
