@@ -25,6 +25,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from workloads.config import ClientConfig
 from workloads.consuming import KeyConsumer
 from workloads.handles import close_producer
+from workloads.keys import sent_keys
 from workloads.outcomes import (
     ClientCrash,
     IntentionalAbort,
@@ -79,7 +80,7 @@ class QueueClient:
         return client
 
     def setup(self, test: Any) -> None:
-        """Creates every key's topic and waits until each partition has a
+        """Creates the first keys' topics and waits until each partition has a
         leader; topics that existed already and differ from what the test
         asks are logged and recorded in the test as ``existing_topics``."""
         differing = self.topics.setup()
@@ -108,12 +109,12 @@ class QueueClient:
             return completion(op, op.get("value"), classify(ClientCrash()))
         if f not in ("assign", "subscribe", "send", "poll", "txn"):
             raise ValueError(f"queue client cannot apply f={f!r}")
-        try:
-            self.topics.ensure(_op_keys(op))
-        except TopicsNotCreated as e:  # nothing of the op was done
-            return completion(op, op["value"], Outcome("fail", f"topics-not-created: {e}"))
         if f in ("assign", "subscribe"):
             return self._reassign(op)
+        try:
+            self.topics.require(sent_keys(op["value"]))
+        except TopicsNotCreated as e:  # nothing of the op was done
+            return completion(op, op["value"], Outcome("fail", f"topics-not-created: {e}"))
         self.consumer.begin_op()
         # Final reads (``final``) are plain read_committed polls even in
         # transactional workloads: they only observe, and must not depend on
@@ -143,8 +144,12 @@ class QueueClient:
         return done
 
     def _reassign(self, op: OpDict) -> OpDict:
+        """Puts the consumer on the op's keys whose topics exist or can be
+        created now (the completion names them): a key whose topic cannot be
+        made yet was never written, and a consumer assigned a partition that
+        does not exist gets errors, not records."""
         assert self.consumer is not None
-        keys = list(op["value"])
+        keys = self.topics.ensure(list(op["value"]))
         try:
             if op["f"] == "assign":
                 self.consumer.assign(keys, bool(op.get("seek_to_beginning")))
@@ -312,13 +317,6 @@ class QueueClient:
                 else:
                     outcomes[i] = None
         return outcomes
-
-
-def _op_keys(op: OpDict) -> list[int]:
-    """The keys an op names: those it assigns or subscribes to, or sends to."""
-    if op["f"] in ("assign", "subscribe"):
-        return list(op["value"])
-    return [mop[1] for mop in op["value"] if mop[0] == "send"]
 
 
 def _merged_polls(results: list[Any]) -> dict[int, list[list[int]]]:

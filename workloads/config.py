@@ -52,6 +52,12 @@ class ClientConfig:
         return self.op_timeout_s * 3
 
     @property
+    def request_timeout_s(self) -> float:
+        """How long one request to the cluster is waited for (a produce, a
+        topic's creation) before it counts as timed out."""
+        return self.op_timeout_s * 0.3
+
+    @property
     def txn_timeout_ms(self) -> int | None:
         """The producers' ``transaction.timeout.ms`` (jepka's, or the one the
         client properties set); None where they are not transactional."""
@@ -69,7 +75,7 @@ class ClientConfig:
             "enable.idempotence": self.idempotence or self.transactional,
             "linger.ms": 0,
             "message.timeout.ms": int(self.op_timeout_s * 1000 * 0.6),
-            "request.timeout.ms": int(self.op_timeout_s * 1000 * 0.3),
+            "request.timeout.ms": round(self.request_timeout_s * 1000),
             "socket.timeout.ms": int(self.op_timeout_s * 1000 * 0.5),
             "max.in.flight.requests.per.connection": 5,
             # A coordinator answers CONCURRENT_TRANSACTIONS while the previous

@@ -44,6 +44,7 @@ from generator import (
     each_thread,
     lift,
 )
+from workloads.keys import sent_keys
 
 FINAL_POLL_MS = 1000
 #: a log whose high watermark stays at or below a final read's target for
@@ -184,12 +185,13 @@ class AssignNewProcesses(Generator):
         via: str,
         done: frozenset[Any] = frozenset(),
     ) -> None:
+        if keys is None and not isinstance(gen, QueueOps | None):
+            raise TypeError(f"keys=None follows a QueueOps's keys, not {type(gen).__name__}'s")
         self.gen, self.keys, self.via, self.done = gen, keys, via, done
 
     def _keys(self, process: Any) -> list[int]:
         if self.keys is None:
-            assert isinstance(self.gen, QueueOps), "keys=None needs QueueOps to follow"
-            return list(self.gen.keys)
+            return list(self.gen.keys)  # type: ignore[union-attr]
         return self.keys(process) if callable(self.keys) else list(self.keys)
 
     def op(self, test: Any, ctx: Context) -> OpResult:
@@ -231,9 +233,7 @@ class OffsetTracker:
 
     def observe(self, event: OpDict) -> None:
         if event.get("type") == "invoke":
-            for mop in event.get("value") or []:
-                if isinstance(mop, list) and len(mop) == 3 and mop[0] == "send":
-                    self.sent_to.add(int(mop[1]))
+            self.sent_to.update(sent_keys(event.get("value") or []))
             return
         if event.get("type") != "ok":
             return

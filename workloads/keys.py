@@ -6,8 +6,8 @@ per-topic behaviour (e.g. transactions spanning partitions of one topic) get
 exercised. The prefix is ``jepka-t`` on a cluster jepka starts (a new
 cluster, and the reference broker places replicas by topic name, so a seed
 gives the same placement); a run against an existing cluster gets a prefix
-of its own, so it never meets an earlier run's records. The map is recorded
-in the run's ``test.json``.
+of its own, so it never meets an earlier run's records. The map of the keys
+a run starts with is recorded in the run's ``test.json``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_PREFIX = "jepka-t"
 PARTITIONS_PER_TOPIC = 2
@@ -53,3 +54,8 @@ def all_keys(key_count: int) -> list[int]:
     """Keys 0..key_count-1, rounded up to whole topics."""
     n = -(-key_count // PARTITIONS_PER_TOPIC) * PARTITIONS_PER_TOPIC
     return list(range(n))
+
+
+def sent_keys(mops: Iterable[Any]) -> list[int]:
+    """The keys an op's micro-ops send to, in order."""
+    return [int(m[1]) for m in mops if isinstance(m, list) and len(m) == 3 and m[0] == "send"]

@@ -26,12 +26,14 @@ from workloads.outcomes import error_name
 
 
 class TopicsNotCreated(Exception):
-    """Topics an op needs could not be created; nothing of the op was done."""
+    """Topics an op sends to could not be created; nothing of the op was done."""
 
 
 class KeyTopics:
     """Which of the run's topics exist; creates the missing ones of keys an
-    op names, once each. Thread-safe: processes share one."""
+    op names (two processes naming a fresh key at once may both ask, which
+    the cluster answers TOPIC_ALREADY_EXISTS). Thread-safe: processes share
+    one."""
 
     def __init__(self, config: ClientConfig) -> None:
         self.config = config
@@ -44,34 +46,46 @@ class KeyTopics:
         self._mark(self.config.key_map.topics(self.config.keys))
         return differing
 
-    def ensure(self, keys: Iterable[int]) -> None:
-        """Creates the topics of ``keys`` not known to exist; TopicsNotCreated
-        when one cannot be created within the op timeout (another process
-        creating it at the same time is no error)."""
+    def ensure(self, keys: list[int]) -> list[int]:
+        """Creates the topics of ``keys`` not known to exist, in the time a
+        produce request gets; the keys whose topics exist."""
+        refused = self._create(keys)
+        return [k for k in keys if self.config.key_map.topic_partition(k)[0] not in refused]
+
+    def require(self, keys: list[int]) -> None:
+        """``ensure`` for every key, or TopicsNotCreated naming each topic not
+        created and why."""
+        if refused := self._create(keys):
+            why = (f"{t}: {error_name(e.code())}" for t, e in sorted(refused.items()))
+            raise TopicsNotCreated(", ".join(why))
+
+    def _create(self, keys: list[int]) -> dict[str, KafkaError]:
+        """Creates the missing topics of ``keys``; the error of each refused."""
         with self._lock:
             missing = [t for t in self.config.key_map.topics(keys) if t not in self._created]
         if not missing:
-            return
+            return {}
         with Clients() as clients:
             admin = clients.admin(self.config.admin_conf())
-            codes = _ask(admin, missing, self.config, self.config.op_timeout_s)
-        refused = {t: error_name(c) for t, c in codes.items() if c not in CREATED}
+            errors = _ask(admin, missing, self.config, self.config.request_timeout_s)
+        refused = {t: e for t, e in errors.items() if e is not None and not _existed(e)}
         self._mark(t for t in missing if t not in refused)
-        if refused:
-            raise TopicsNotCreated(", ".join(f"{t}: {why}" for t, why in sorted(refused.items())))
+        return refused
 
     def _mark(self, topics: Iterable[str]) -> None:
         with self._lock:
             self._created.update(topics)
 
 
-#: a topic asked for was created, or existed already
-CREATED = (None, KafkaError.TOPIC_ALREADY_EXISTS)
+def _existed(error: KafkaError) -> bool:
+    return error.code() == KafkaError.TOPIC_ALREADY_EXISTS
 
 
-def _ask(admin: Any, topics: list[str], config: ClientConfig, timeout_s: float) -> dict[str, Any]:
-    """Asks the cluster to create ``topics``; each one's error code, None
-    where it was created."""
+def _ask(
+    admin: Any, topics: list[str], config: ClientConfig, timeout_s: float
+) -> dict[str, KafkaError | None]:
+    """Asks the cluster to create ``topics``; each one's error, None where
+    it was created."""
     topic_config = {"min.insync.replicas": str(config.min_isr)} if config.min_isr else {}
     futures = admin.create_topics(
         [
@@ -80,16 +94,16 @@ def _ask(admin: Any, topics: list[str], config: ClientConfig, timeout_s: float) 
         ],
         request_timeout=timeout_s,
     )
-    return {t: _code(future, timeout_s) for t, future in futures.items()}
+    return {t: _error(future, timeout_s) for t, future in futures.items()}
 
 
-def _code(future: Any, timeout_s: float) -> int | None:
+def _error(future: Any, timeout_s: float) -> KafkaError | None:
     try:
         future.result(timeout_s)
     except KafkaException as e:
-        return int(e.args[0].code())
+        return e.args[0]
     except TimeoutError:
-        return int(KafkaError._TIMED_OUT)
+        return KafkaError(KafkaError._TIMED_OUT, f"no answer in {timeout_s:g} s")
     return None
 
 
@@ -101,11 +115,11 @@ def create_topics(config: ClientConfig, timeout_s: float = 30.0) -> dict[str, st
     wanted = config.key_map.topics(config.keys)
     with Clients() as clients:
         admin = clients.admin(config.admin_conf())
-        codes = _ask(admin, wanted, config, timeout_s)
-        for topic, code in codes.items():
-            if code not in CREATED:
-                raise KafkaException(KafkaError(code, f"topic {topic} not created"))
-        existed = [t for t, code in codes.items() if code == KafkaError.TOPIC_ALREADY_EXISTS]
+        errors = _ask(admin, wanted, config, timeout_s)
+        for error in errors.values():
+            if error is not None and not _existed(error):
+                raise KafkaException(error)
+        existed = [t for t, error in errors.items() if error is not None]
         deadline = time.monotonic() + timeout_s
         while True:
             md = admin.list_topics(timeout=timeout_s)

@@ -49,6 +49,7 @@ def test_broker_settings_from_file_and_flags(tmp_path: Path) -> None:
             {"workload": "group", "max_writes_per_key": 64},
             "max-writes-per-key: the group workload keeps its keys",
         ),
+        ({"workload": "eos", "max_writes_per_key": 1}, "the eos workload keeps its keys"),
         ({"max_writes_per_key": -1}, "max-writes-per-key: -1 is below the minimum 0"),
         ({"image": "k:1"}, "image k:1: images run with --cluster docker only"),
         ({"image": "k:1", "cluster": "docker", "bug": "no-dedup"}, "brings its own broker"),

@@ -12,6 +12,8 @@ import pytest
 from tests.client_threads import Snapshot, left_after
 from workloads.client import QueueClient
 from workloads.config import ClientConfig
+from workloads.handles import Clients
+from workloads.topics import KeyTopics
 
 pytestmark = [pytest.mark.integration, pytest.mark.broker, pytest.mark.slow]
 
@@ -69,24 +71,43 @@ def test_sends_and_polls_round_trip_with_offsets(broker: Any) -> None:
 
 def test_a_key_that_rotates_in_gets_its_topic_when_an_op_first_names_it(broker: Any) -> None:
     s = Session(config(broker.bootstrap))
-    fresh = 41  # past KEYS: its topic (jepka-t20) was not made by setup
+    fresh, topic = 41, "jepka-t20"  # past KEYS: setup made no topic for it
     try:
-        assert s("assign", [*KEYS, fresh])["type"] == "ok"
-        done = s("send", [["send", fresh, 1]])
+        assert topic not in topics(broker.bootstrap)  # the broker creates none itself
+        done = s("assign", [*KEYS, fresh])
+        assert (done["type"], done["value"]) == ("ok", [*KEYS, fresh])
+        assert topic in topics(broker.bootstrap)
+        done = s("send", [["send", fresh + 1, 1], ["send", fresh, 2]])
         assert done["type"] == "ok", done
-        assert [v for _, v in s.poll_all()[fresh]] == [1]
+        assert [v for _, v in s.poll_all()[fresh]] == [2]
     finally:
         s.close()
-    # a topic the cluster refuses (3 replicas on 1 broker): the op fails, as
-    # nothing of it was done, and names the topic and why
-    unplaced = QueueClient(config(broker.bootstrap, replication_factor=3)).open({}, "n1")
+
+
+def test_a_topic_the_cluster_refuses_fails_a_send_and_is_left_out_of_an_assign(
+    broker: Any,
+) -> None:
+    """3 replicas on 1 broker: a send to the key fails, as nothing of it was
+    done, naming the topic and why; an assign puts the consumer on the other
+    keys and says so."""
+    client = QueueClient(config(broker.bootstrap, replication_factor=3)).open({}, "n1")
     try:
         op = {"type": "invoke", "process": 1, "f": "send", "value": [["send", 43, 1]]}
-        done = unplaced.invoke({}, op)
+        done = client.invoke({}, op)
         assert done["type"] == "fail", done
         assert done["error"] == "topics-not-created: jepka-t21: invalid-replication-factor"
+        op = {"type": "invoke", "process": 1, "f": "assign", "value": [43, *KEYS]}
+        KeyTopics(config(broker.bootstrap)).setup()  # KEYS' topics, with one replica
+        done = client.invoke({}, op)
+        assert (done["type"], done["value"]) == ("ok", list(KEYS))
+        assert "jepka-t21" not in topics(broker.bootstrap)
     finally:
-        unplaced.close({})
+        client.close({})
+
+
+def topics(bootstrap: str) -> set[str]:
+    with Clients() as clients:
+        return set(clients.admin({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics)
 
 
 def test_a_poll_returns_once_a_record_has_come_not_at_its_timeout(broker: Any) -> None:
