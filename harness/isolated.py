@@ -26,7 +26,8 @@ EXIT_S = 30.0
 
 
 class NoAnswer(Exception):
-    """The process ended without answering (it crashed or was killed)."""
+    """The process ended without answering (it crashed or was killed), or
+    was stopped by a signal to it alone (its answer a ``SystemExit``)."""
 
 
 def call_isolated(
@@ -40,7 +41,8 @@ def call_isolated(
     is awaited (a run interrupted there heals and tears down), then the
     interrupt goes on here, unless the answer ``says_interrupted``: then it
     is returned, as the callee's own account of the interrupt. A second
-    Ctrl-C stops it at once."""
+    Ctrl-C stops it at once. A process stopped with no Ctrl-C here (a
+    SIGTERM to it alone) is NoAnswer."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
     level = logging.getLogger().level
@@ -72,6 +74,9 @@ def call_isolated(
     if answer is None:
         raise NoAnswer(f"its process ended with exit code {child.exitcode} and no answer")
     ok, value = answer
+    if not ok and isinstance(value, SystemExit | KeyboardInterrupt):
+        # stopped while this process was not: the end of that call, not of this one
+        raise NoAnswer(f"its process was stopped ({type(value).__name__}: {value})")
     if not ok:
         raise value
     return value

@@ -7,6 +7,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -46,6 +47,24 @@ def test_what_the_call_raises_is_raised_here() -> None:
 def test_a_process_that_dies_without_answering_is_no_answer() -> None:
     with pytest.raises(NoAnswer, match="exit code 3"):
         call_isolated(die, 3)
+
+
+def terminated_alone() -> None:
+    """Stands for a run whose own process gets SIGTERM: it heals on the way
+    out as SystemExit (``Cluster.healing``), an answer that tells of it."""
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_process_stopped_on_its_own_is_no_answer_and_no_stop_here() -> None:
+    """A signal to the run's process alone ends that run, not the command
+    that made it (a series or a detection job goes on with its next run)."""
+    with pytest.raises(NoAnswer, match=r"its process was stopped \(SystemExit: 143\)"):
+        call_isolated(terminated_alone)
 
 
 def interrupted_in_setup(delay: float) -> str:
