@@ -74,9 +74,9 @@ def call_isolated(
     if answer is None:
         raise NoAnswer(f"its process ended with exit code {child.exitcode} and no answer")
     ok, value = answer
-    if not ok and isinstance(value, SystemExit | KeyboardInterrupt):
+    if not ok and isinstance(value, SystemExit):
         # stopped while this process was not: the end of that call, not of this one
-        raise NoAnswer(f"its process was stopped ({type(value).__name__}: {value})")
+        raise NoAnswer(f"its process was stopped (SystemExit: {value})")
     if not ok:
         raise value
     return value

@@ -16,7 +16,7 @@ import numpy as np
 
 from reports.kinds import instance_ops, is_cycle, is_realtime
 from reports.pairs import Pairs, short
-from workloads.keys import KeyMap
+from workloads.keys import run_key_map
 
 MAX_CYCLES = 50  # per kind
 KEY_MAP_FIELDS = ("key_map", "keys", "topic_partitions", "partitions")
@@ -144,16 +144,17 @@ def _node(pairs: Pairs, row_of: dict[int, int], idx: int) -> dict[str, Any]:
 
 
 def key_labels(pairs: Pairs, config: Mapping[str, Any]) -> dict[str, str]:
-    """Key → topic-partition label from ``test.json`` when it records the map,
-    keys it lacks (keys that rotated in) placed by its run's ``namespace``;
-    else every key the history touches, labelled by itself."""
+    """Key → topic-partition label from ``test.json`` when it records the map
+    (of the keys a run starts with; the keys that rotated in later placed by
+    the run's ``namespace``, as the run placed them); else every key the
+    history touches, labelled by itself."""
     keys = np.unique(pairs.flat.key[pairs.flat.has_key]).tolist()
     for name in KEY_MAP_FIELDS:
         m = config.get(name)
         if isinstance(m, Mapping) and m:
             labels = {str(k): _partition_label(v) for k, v in m.items()}
             if isinstance(namespace := config.get("namespace"), str):
-                key_map = KeyMap(f"{namespace}-t")
+                key_map = run_key_map(namespace)
                 for k in keys:
                     labels.setdefault(str(k), "/".join(map(str, key_map.topic_partition(k))))
             return labels

@@ -35,7 +35,7 @@ from workloads.outcomes import (
     classify_txn,
     is_abortable,
 )
-from workloads.topics import KeyTopics, TopicsNotCreated
+from workloads.topics import KeyTopics, TopicsNotCreated, named
 
 log = logging.getLogger(__name__)
 
@@ -147,9 +147,16 @@ class QueueClient:
         """Puts the consumer on the op's keys whose topics exist or can be
         created now (the completion names them): a key whose topic cannot be
         made yet was never written, and a consumer assigned a partition that
-        does not exist gets errors, not records."""
+        does not exist gets errors, not records. With none of them, the op
+        fails and the consumer stays as it was."""
         assert self.consumer is not None
-        keys = self.topics.ensure(list(op["value"]))
+        refused = self.topics.create(list(op["value"]))
+        key_map = self.config.key_map
+        keys = [k for k in op["value"] if key_map.topic_partition(k)[0] not in refused]
+        if not keys:
+            return completion(
+                op, op["value"], Outcome("fail", f"topics-not-created: {named(refused)}")
+            )
         try:
             if op["f"] == "assign":
                 self.consumer.assign(keys, bool(op.get("seek_to_beginning")))

@@ -50,6 +50,11 @@ class KeyMap:
         return {str(k): list(self.topic_partition(k)) for k in all_keys(key_count)}
 
 
+def run_key_map(namespace: str) -> KeyMap:
+    """The key map of a run whose topics, group and ids start with ``namespace``."""
+    return KeyMap(f"{namespace}-t")
+
+
 def all_keys(key_count: int) -> list[int]:
     """Keys 0..key_count-1, rounded up to whole topics."""
     n = -(-key_count // PARTITIONS_PER_TOPIC) * PARTITIONS_PER_TOPIC

@@ -11,6 +11,7 @@ send; it is shared by every process's client.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable
@@ -23,6 +24,8 @@ from workloads.config import ClientConfig
 from workloads.handles import Clients
 from workloads.keys import PARTITIONS_PER_TOPIC
 from workloads.outcomes import error_name
+
+log = logging.getLogger(__name__)
 
 
 class TopicsNotCreated(Exception):
@@ -46,21 +49,10 @@ class KeyTopics:
         self._mark(self.config.key_map.topics(self.config.keys))
         return differing
 
-    def ensure(self, keys: list[int]) -> list[int]:
-        """Creates the topics of ``keys`` not known to exist, in the time a
-        produce request gets; the keys whose topics exist."""
-        refused = self._create(keys)
-        return [k for k in keys if self.config.key_map.topic_partition(k)[0] not in refused]
-
-    def require(self, keys: list[int]) -> None:
-        """``ensure`` for every key, or TopicsNotCreated naming each topic not
-        created and why."""
-        if refused := self._create(keys):
-            why = (f"{t}: {error_name(e.code())}" for t, e in sorted(refused.items()))
-            raise TopicsNotCreated(", ".join(why))
-
-    def _create(self, keys: list[int]) -> dict[str, KafkaError]:
-        """Creates the missing topics of ``keys``; the error of each refused."""
+    def create(self, keys: list[int]) -> dict[str, KafkaError]:
+        """Creates the topics of ``keys`` not known to exist, waiting as long
+        as for a produce request; the error of each topic not created (none
+        when every key's topic exists), also logged with its reason."""
         with self._lock:
             missing = [t for t in self.config.key_map.topics(keys) if t not in self._created]
         if not missing:
@@ -70,11 +62,23 @@ class KeyTopics:
             errors = _ask(admin, missing, self.config, self.config.request_timeout_s)
         refused = {t: e for t, e in errors.items() if e is not None and not _existed(e)}
         self._mark(t for t in missing if t not in refused)
+        for topic, error in sorted(refused.items()):
+            log.info("topic %s not created: %s", topic, error.str())
         return refused
+
+    def require(self, keys: list[int]) -> None:
+        """``create``, or TopicsNotCreated naming each topic not created."""
+        if refused := self.create(keys):
+            raise TopicsNotCreated(named(refused))
 
     def _mark(self, topics: Iterable[str]) -> None:
         with self._lock:
             self._created.update(topics)
+
+
+def named(refused: dict[str, KafkaError]) -> str:
+    """``topic: error-name, ...`` of topics not created."""
+    return ", ".join(f"{t}: {error_name(e.code())}" for t, e in sorted(refused.items()))
 
 
 def _existed(error: KafkaError) -> bool:
@@ -94,16 +98,16 @@ def _ask(
         ],
         request_timeout=timeout_s,
     )
-    return {t: _error(future, timeout_s) for t, future in futures.items()}
+    return {t: _error(t, future, timeout_s) for t, future in futures.items()}
 
 
-def _error(future: Any, timeout_s: float) -> KafkaError | None:
+def _error(topic: str, future: Any, timeout_s: float) -> KafkaError | None:
     try:
         future.result(timeout_s)
     except KafkaException as e:
         return e.args[0]
     except TimeoutError:
-        return KafkaError(KafkaError._TIMED_OUT, f"no answer in {timeout_s:g} s")
+        return KafkaError(KafkaError._TIMED_OUT, f"topic {topic}: no answer in {timeout_s:g} s")
     return None
 
 

@@ -35,7 +35,7 @@ from workloads.generators import (
     final_polls,
     track_offsets,
 )
-from workloads.keys import KeyMap, all_keys
+from workloads.keys import KeyMap, all_keys, run_key_map
 
 SUPPORTED = ("queue", "txn", "idempotence", "group", "eos")
 CRASH_INTERVAL_S = 10.0  # mean time between client crashes (--crash-clients)
@@ -82,7 +82,7 @@ class WorkloadOptions:
 
     @property
     def key_map(self) -> KeyMap:
-        return KeyMap(f"{self.namespace}-t")
+        return run_key_map(self.namespace)
 
     @property
     def txn_id_prefix(self) -> str:

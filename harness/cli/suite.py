@@ -160,7 +160,7 @@ def run_case(name: str, settings: dict[str, Any], store: str | None) -> Any:
     try:
         return call_isolated(_attempt, name, settings, store)
     except NoAnswer as e:
-        return Attempt("crashed", error=f"the case's {e}", seconds=time.monotonic() - t0)
+        return Attempt("crashed", error=f"the case ended badly: {e}", seconds=time.monotonic() - t0)
 
 
 def _attempt(name: str, settings: dict[str, Any], store: str | None) -> Any:

@@ -7,13 +7,13 @@ import logging
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from harness.cluster import _exit_on_signal
 from harness.isolated import NoAnswer, call_isolated
 
 
@@ -51,8 +51,8 @@ def test_a_process_that_dies_without_answering_is_no_answer() -> None:
 
 def terminated_alone() -> None:
     """Stands for a run whose own process gets SIGTERM: it heals on the way
-    out as SystemExit (``Cluster.healing``), an answer that tells of it."""
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    out, the signal turned into SystemExit as ``Cluster.healing`` does."""
+    previous = signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(10)
@@ -60,11 +60,19 @@ def terminated_alone() -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
+def interrupted_alone() -> None:
+    """A process sent SIGINT on its own (``kill -INT``): an interrupt."""
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(10)
+
+
 def test_a_process_stopped_on_its_own_is_no_answer_and_no_stop_here() -> None:
-    """A signal to the run's process alone ends that run, not the command
+    """A SIGTERM to the run's process alone ends that run, not the command
     that made it (a series or a detection job goes on with its next run)."""
     with pytest.raises(NoAnswer, match=r"its process was stopped \(SystemExit: 143\)"):
         call_isolated(terminated_alone)
+    with pytest.raises(KeyboardInterrupt):  # an interrupt, wherever it was sent
+        call_isolated(interrupted_alone)
 
 
 def interrupted_in_setup(delay: float) -> str:

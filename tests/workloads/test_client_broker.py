@@ -89,18 +89,22 @@ def test_a_topic_the_cluster_refuses_fails_a_send_and_is_left_out_of_an_assign(
 ) -> None:
     """3 replicas on 1 broker: a send to the key fails, as nothing of it was
     done, naming the topic and why; an assign puts the consumer on the other
-    keys and says so."""
+    keys and says so, and one with no other key fails and changes nothing."""
     client = QueueClient(config(broker.bootstrap, replication_factor=3)).open({}, "n1")
     try:
         op = {"type": "invoke", "process": 1, "f": "send", "value": [["send", 43, 1]]}
         done = client.invoke({}, op)
         assert done["type"] == "fail", done
-        assert done["error"] == "topics-not-created: jepka-t21: invalid-replication-factor"
+        why = "invalid-replication-factor"
+        assert done["error"] == "topics-not-created: jepka-t21: " + why
         op = {"type": "invoke", "process": 1, "f": "assign", "value": [43, *KEYS]}
         KeyTopics(config(broker.bootstrap)).setup()  # KEYS' topics, with one replica
         done = client.invoke({}, op)
         assert (done["type"], done["value"]) == ("ok", list(KEYS))
         assert "jepka-t21" not in topics(broker.bootstrap)
+        op = {"type": "invoke", "process": 1, "f": "subscribe", "value": [43]}
+        done = client.invoke({}, op)
+        assert (done["type"], done["error"]) == ("fail", "topics-not-created: jepka-t21: " + why)
     finally:
         client.close({})
 
