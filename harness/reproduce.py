@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.runner import Origin, RunResult, run_test
+from harness.runner import Origin, RunEndedBadly, RunResult, run_test
 from harness.spec import SpecError, TestSpec, resolve
 from harness.store import FAULTS_YML, RESULTS_JSON, TEST_JSON
 from nemesis.package import KINDS
@@ -147,13 +147,18 @@ class Replay:
 
     run: StoredRun
     schedule: Path
-    runs: list[tuple[Path, Any, set[str]]] = field(default_factory=list)
+    #: per replay: its run directory (what it ended with, when it ended
+    #: badly), its verdict ("crashed" then) and the kinds it showed
+    runs: list[tuple[Path | str, Any, set[str]]] = field(default_factory=list)
     interrupted: bool = False
 
     def add(self, result: RunResult) -> None:
         self.runs.append(
             (result.run_dir.path, result.results.get("valid"), anomaly_kinds(result.results))
         )
+
+    def add_crashed(self, error: RunEndedBadly) -> None:
+        self.runs.append((str(error), "crashed", set()))
 
     def came_back(self, kinds: Iterable[str]) -> int:
         """How many replays showed at least one of ``kinds``."""
@@ -196,7 +201,11 @@ def replay(
     run_one = run_one or (lambda s, o: run_test(s, origin=o))
     out = Replay(run, schedule)
     for i in range(times):
-        result = run_one(spec, Origin("replay", run.path))
+        try:
+            result = run_one(spec, Origin("replay", run.path))
+        except RunEndedBadly as e:  # no verdict, and the replays go on
+            out.add_crashed(e)
+            continue
         if result.outcome is not None and result.outcome.interrupted:
             out.interrupted = True  # Ctrl-C: this run does not count, and no more run
             break

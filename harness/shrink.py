@@ -32,6 +32,7 @@ so an interrupted shrink keeps it.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from harness.reproduce import StoredRun, anomaly_kinds, evident_at, write_pinned
-from harness.runner import Origin, RunResult, run_test
+from harness.runner import Origin, RunEndedBadly, RunResult, run_test
 from harness.spec import TestSpec
 from nemesis.package import KINDS
 from nemesis.plan import FaultPlan, load, subset
@@ -53,6 +54,8 @@ AFTER_LAST_FAULT_S = 5.0
 AFTER_ANOMALY_S = 10.0
 #: a fault is not shortened below this
 MIN_DURATION_S = 1.0
+
+log = logging.getLogger(__name__)
 
 
 class Interrupted(Exception):
@@ -269,8 +272,12 @@ class Shrinker:
         for n in range(self.tries):
             if trial.reproduced >= self.need or trial.reproduced + self.tries - n < self.need:
                 break
-            result = self.run_one(spec, Origin("shrink", self.run.path))
             self.total_runs += 1
+            try:
+                result = self.run_one(spec, Origin("shrink", self.run.path))
+            except RunEndedBadly as e:  # no verdict: a run that did not show it
+                log.warning("%s", e)
+                continue
             if result.outcome is not None and result.outcome.interrupted:
                 raise Interrupted
             trial.runs.append(result.run_dir.path)

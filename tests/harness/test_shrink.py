@@ -13,7 +13,7 @@ import pytest
 
 from harness.interpreter import Outcome
 from harness.reproduce import StoredRun, evident_at, replay
-from harness.runner import Origin, RunResult
+from harness.runner import Origin, RunEndedBadly, RunResult
 from harness.shrink import Candidate, Interrupted, Shrinker, Trial, ddmin, shrink
 from harness.spec import TestSpec as Spec
 from harness.spec import load_schedule, resolve
@@ -305,3 +305,29 @@ def test_ctrl_c_ends_a_replay_and_its_run_does_not_count(stored: StoredRun, tmp_
 
     done = replay(stored, 5, interrupted_second)
     assert system.runs == 2 and len(done.runs) == 1 and done.interrupted
+
+
+def test_a_run_that_ends_badly_is_unknown_and_the_replays_and_trials_go_on(
+    stored: StoredRun, tmp_path: Path
+) -> None:
+    """A run whose process crashed or was killed (RunEndedBadly) has no
+    verdict: a replay counts it as crashed, a shrink trial as a run that did
+    not show the anomaly, and both go on."""
+    system = System(tmp_path / "runs")
+
+    def second_ends_badly(spec: Spec, origin: Origin) -> RunResult:
+        if system.runs == 1:
+            system.runs += 1
+            raise RunEndedBadly("queue (seed 0): the run ended badly: its process was stopped")
+        return system(spec, origin)
+
+    done = replay(stored, 3, second_ends_badly)
+    assert [valid for _, valid, _ in done.runs] == [False, "crashed", False]
+    assert done.summary()[-2] == (
+        "  queue (seed 0): the run ended badly: its process was stopped: valid crashed; no anomaly"
+    )
+    system.runs = 0
+    shrinker = Shrinker(stored, {"lost-write"}, tries=3, need=2, run_one=second_ends_badly)
+    assert shrinker.reproduces(shrinker.start())
+    [trial] = shrinker.trials.values()
+    assert (trial.reproduced, len(trial.runs), shrinker.total_runs) == (2, 2, 3)
