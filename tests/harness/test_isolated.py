@@ -61,7 +61,10 @@ def terminated_alone() -> None:
 
 
 def interrupted_alone() -> None:
-    """A process sent SIGINT on its own (``kill -INT``): an interrupt."""
+    """A process sent SIGINT on its own (``kill -INT``): an interrupt. Python's
+    own handler is set first: a process started by one that ignores SIGINT
+    (a test worker) inherits that."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(10)
 
