@@ -156,6 +156,6 @@ def key_labels(pairs: Pairs, config: Mapping[str, Any]) -> dict[str, str]:
             if isinstance(namespace := config.get("namespace"), str):
                 key_map = run_key_map(namespace)
                 for k in keys:
-                    labels.setdefault(str(k), "/".join(map(str, key_map.topic_partition(k))))
+                    labels.setdefault(str(k), _partition_label(list(key_map.topic_partition(k))))
             return labels
     return {str(k): str(k) for k in keys}
