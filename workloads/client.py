@@ -5,8 +5,9 @@ applies ops whose values are micro-op lists (docs/architecture.md,
 "Formats"): ``send``, ``poll`` and ``txn`` ops, plus ``assign``, ``subscribe``
 and ``crash``. With ``transactional`` set, every queue op runs in a Kafka
 transaction that also commits the consumer's offsets
-(``send_offsets_to_transaction``); an op may carry ``abort_at`` (chosen by
-the seeded generator) to abort on purpose after that many micro-ops.
+(``send_offsets_to_transaction``); an op may carry ``abort`` (chosen by
+the seeded generator) to abort on purpose after its micro-ops instead of
+committing.
 
 How each outcome is classified is in ``workloads.outcomes``; this module
 only decides *which* error stands for the op, and always keeps what it
@@ -220,20 +221,17 @@ class QueueClient:
         assert self.producer is not None
         results: list[Any] = []
         sends: dict[int, list[Any]] = {}
-        abort_at = op.get("abort_at")
         failure: Outcome | None = None
         abortable = False
         try:
             self.producer.begin_transaction()
             for i, mop in enumerate(op["value"]):
-                if abort_at is not None and i == abort_at:
-                    raise IntentionalAbort()
                 if mop[0] == "send":
                     sends[i] = self._produce(mop)
                     results.append(None)
                 else:
                     results.append(["poll", self._poll(op)])
-            if abort_at is not None:
+            if op.get("abort"):
                 raise IntentionalAbort()
             self._commit_with_offsets(_merged_polls(results))
         except IntentionalAbort:

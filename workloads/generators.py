@@ -6,7 +6,10 @@
   list-append, then ``tag-rw``: ``f`` is ``send``/``poll`` when all micro-ops
   agree, else ``txn``); values are unique per key; now and then an op is
   replaced by a re-``assign``/``subscribe`` of random keys (interleave
-  subscribes); with an abort chance, an op carries ``abort_at``. With
+  subscribes); with an abort chance, a transaction carries ``abort``: it
+  runs all its micro-ops, then aborts instead of committing (an abort
+  part-way would be a shorter transaction's, and one before any micro-op
+  would have nothing to hide). With
   ``max_writes`` a key that has had that many writes is retired and a fresh
   key (one past the highest so far) takes its place (Elle's
   ``max-writes-per-key``), so leader changes keep meeting new partitions
@@ -163,11 +166,9 @@ class QueueOps(Generator):
         f = "txn" if len(kinds) > 1 else kinds.pop()
         o = {"type": "invoke", "process": process, "time": ctx.time, "f": f, "value": mops}
         if self.txn and self.abort_p > 0:
-            for i in range(len(mops)):
-                hit, rand = rand.chance(self.abort_p)
-                if hit:
-                    o["abort_at"] = i
-                    break
+            abort, rand = rand.chance(self.abort_p)
+            if abort:
+                o["abort"] = True
         return o, self._with(rand, tuple(keys), tuple(values))
 
 

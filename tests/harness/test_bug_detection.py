@@ -106,7 +106,7 @@ def schedule(run_dir: Path) -> tuple[list[Any], list[Any]]:
     ops = history_ops(run_dir)
     invokes = [o for o in ops if o["type"] == "invoke"]
     client = [
-        (o["f"], o["value"], o.get("abort_at"))
+        (o["f"], o["value"], o.get("abort"))
         for o in invokes
         if o["process"] != "nemesis"
         and o["f"] not in ("assign", "subscribe")

@@ -48,7 +48,7 @@ def schedule(seed: int, latency: int, concurrency: int) -> tuple[list, list]:
     )
     invokes = [o for o in h if o["type"] == "invoke"]
     client = [
-        (o["f"], o["value"], o.get("abort_at"))
+        (o["f"], o["value"], o.get("abort"))
         for o in invokes
         if o["process"] != "nemesis" and o["f"] not in ("assign", "subscribe")
     ]

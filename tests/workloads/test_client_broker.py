@@ -169,10 +169,10 @@ def test_transactions_commit_abort_and_roll_the_consumer_back(broker: Any) -> No
     try:
         s("assign", list(KEYS))
         assert s("txn", [["send", 0, 1], ["send", 1, 1]])["type"] == "ok"
-        aborted = s("txn", [["send", 0, 2], ["send", 1, 2]], abort_at=1)
+        aborted = s("txn", [["send", 0, 2], ["send", 1, 2]], abort=True)
         assert aborted["type"] == "fail" and aborted["error"] == "intentional-abort"
         # a txn that polls and then aborts must leave the position where it was
-        undone = s("txn", [["poll"], ["poll"], ["send", 2, 9]], abort_at=2, poll_ms=1000)
+        undone = s("txn", [["poll"], ["poll"], ["send", 2, 9]], abort=True, poll_ms=1000)
         assert undone["type"] == "fail"
         undone_reads = {
             k for mop in undone["value"] if mop[0] == "poll" and len(mop) == 2 for k in mop[1]

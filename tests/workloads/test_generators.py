@@ -72,12 +72,14 @@ def test_plain_ops_never_mix_sends_and_polls() -> None:
     assert max(len(o["value"]) for o in ops if o["f"] == "send") == 4
 
 
-def test_txn_ops_mix_and_abort_sometimes() -> None:
-    ops = ops_for(3, max_len=4, txn=True, abort_p=0.1)
+def test_txn_ops_mix_and_abort_at_the_chance_per_transaction() -> None:
+    ops = ops_for(3, n=2000, max_len=4, txn=True, abort_p=0.1)
     assert Counter(o["f"] for o in ops).keys() == {"send", "poll", "txn"}
-    aborts = [o for o in ops if "abort_at" in o]
-    assert 0 < len(aborts) < len(ops) / 2
-    assert all(0 <= o["abort_at"] < len(o["value"]) for o in aborts)
+    aborts = [o for o in ops if "abort" in o]
+    # a tenth of transactions, whatever their length, each running all its micro-ops
+    assert 0.08 < len(aborts) / len(ops) < 0.12
+    assert all(o["abort"] is True for o in aborts)
+    assert {len(o["value"]) for o in aborts} == {1, 2, 3, 4}
 
 
 def test_resubscribes_pick_random_nonempty_key_sets() -> None:
