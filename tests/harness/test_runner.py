@@ -66,6 +66,7 @@ def test_same_seed_same_operation_and_fault_schedule() -> None:
     assert [x[:2] for x in a[1][-2:]] == [x[:2] for x in b[1][-2:]]
     n = min(len(a[0]), len(b[0]))
     assert n > 300 and a[0][:n] == b[0][:n]
+    assert any(abort for _, _, abort in a[0][:n])  # the aborts are in what is compared
     c = schedule(8, latency=2_000_000, concurrency=3)
     assert c[0][:50] != a[0][:50] and c[1] != a[1]
 

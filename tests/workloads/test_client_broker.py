@@ -174,6 +174,8 @@ def test_transactions_commit_abort_and_roll_the_consumer_back(broker: Any) -> No
         # a txn that polls and then aborts must leave the position where it was
         undone = s("txn", [["poll"], ["poll"], ["send", 2, 9]], abort=True, poll_ms=1000)
         assert undone["type"] == "fail"
+        assert undone["value"][2][:2] == ["send", 2]
+        assert isinstance(undone["value"][2][2], list)  # the send ran before the abort
         undone_reads = {
             k for mop in undone["value"] if mop[0] == "poll" and len(mop) == 2 for k in mop[1]
         }
