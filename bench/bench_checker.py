@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 
+from processes import cpu_seconds
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 sys.path.insert(0, str(ROOT))
@@ -44,15 +46,13 @@ def _tree(pid: int) -> list[int]:
 
 def _sample(pids: list[int]) -> tuple[int, dict[int, float]]:
     """Resident bytes of ``pids`` together, and each one's CPU seconds so far."""
-    page, tick = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
+    page = os.sysconf("SC_PAGE_SIZE")
     rss, cpu = 0, {}
     for p in pids:
         try:
             with open(f"/proc/{p}/statm") as f:
                 rss += int(f.read().split()[1]) * page
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            cpu[p] = (int(fields[11]) + int(fields[12])) / tick
+            cpu[p] = cpu_seconds(p)
         except (OSError, IndexError, ValueError):
             pass
     return rss, cpu

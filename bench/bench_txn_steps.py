@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import statistics
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from processes import cpu_seconds
 
 from broker.replication.local_cluster import LocalCluster
 
@@ -48,11 +48,6 @@ class ConcurrentAnswers(logging.Handler):
         message = record.getMessage()
         if "AddPartitionsToTxn response" in message and "concurrent operation" in message:
             self.count += 1
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def p50_p90(values: list[float]) -> str:
