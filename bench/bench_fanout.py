@@ -4,13 +4,14 @@ On a 3-node LocalCluster (RF 3, min ISR 2) with one topic of 8 partitions
 (the queue workload's 8 keys), ``--producers`` threads each send one
 record and wait for its acks=all acknowledgement, one after another, for
 ``--seconds``, beside each count of ``--consumers`` read_committed
-consumers that follow every partition and poll all the while, as the
-workload's clients poll (``consume_ready``); the clients are configured by
-the workloads' ``ClientConfig``. Each high watermark advance answers every consumer's
-waiting fetch of that partition, so the brokers' work per send grows with
-the readers. Prints, per consumer count, the sends a second, their p50 /
-p99 and the brokers' CPU per send. Run it on an idle machine: the clients
-and the brokers share its cores.
+consumers that follow every partition and poll all the while as the
+workload's clients poll (``consume_ready``); the clients are configured
+by the workloads' ``ClientConfig``. Each high watermark advance answers
+every consumer's waiting fetch of that partition, so the brokers' work
+per send grows with the readers. Prints, per consumer count, the sends a
+second, their p50 / p99 and the CPU per send of the brokers and of the
+clients' process. Run it on an idle machine: the clients and the brokers
+share its cores.
 
     .venv/bin/python bench/bench_fanout.py [--producers 10] [--consumers 0,5,10] [--seconds 10]
 """
@@ -18,6 +19,7 @@ and the brokers share its cores.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import threading
@@ -50,8 +52,11 @@ def main() -> None:
         f"command: .venv/bin/python bench/bench_fanout.py --producers {args.producers} "
         f"--consumers {args.consumers} --seconds {args.seconds:g}"
     )
-    print("| consumers | sends/s | send p50 / p99 (ms) | brokers' CPU per send (ms) |")
-    print("|---|---|---|---|")
+    print(
+        "| consumers | sends/s | send p50 / p99 (ms) | brokers' CPU per send (ms) "
+        "| clients' CPU per send (ms) |"
+    )
+    print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as root:
         cluster = LocalCluster(Path(root), 3).start()
         try:
@@ -85,14 +90,17 @@ def row(
             if err is not None:
                 errors.append(err)
 
+        def acknowledged(partition: int) -> None:
+            producer.produce(TOPIC, b"v", partition=partition, on_delivery=delivered)
+            if producer.flush(config.op_timeout_s) or errors:
+                raise RuntimeError(f"a send failed: {errors[0] if errors else 'no answer'}")
+
+        acknowledged(first % PARTITIONS)  # the metadata lookup, before the clock starts
         ready.wait()
         i = first
         while not stop.is_set():
             started = time.perf_counter()
-            producer.produce(TOPIC, b"v", partition=i % PARTITIONS, on_delivery=delivered)
-            producer.flush(config.op_timeout_s)
-            if errors:
-                raise RuntimeError(f"a send failed: {errors[0]}")
+            acknowledged(i % PARTITIONS)
             latencies.append((time.perf_counter() - started) * 1000)
             i += 1
 
@@ -101,7 +109,10 @@ def row(
         consumer.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in range(PARTITIONS)])
         ready.wait()
         while not stop.is_set():
-            consume_ready(consumer, config.poll_s)
+            for msg in consume_ready(consumer, config.poll_s):
+                err = msg.error()
+                if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"a read failed: {err}")
 
     def guarded(body: Callable[..., None], *args: int) -> None:
         try:
@@ -118,13 +129,16 @@ def row(
             thread.start()
         try:
             ready.wait()
-            cpu_before, started = sum(cpu_seconds(pid) for pid in pids), time.perf_counter()
-            time.sleep(seconds)
+            started = time.perf_counter()
+            cpu_before = [sum(cpu_seconds(pid) for pid in pids), cpu_seconds(os.getpid())]
+            stop.wait(seconds)
             done = list(latencies)
             elapsed = time.perf_counter() - started
-            cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before
+            brokers_cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before[0]
+            clients_cpu = cpu_seconds(os.getpid()) - cpu_before[1]
         except threading.BrokenBarrierError:
-            pass
+            if not failed:
+                raise
         finally:
             stop.set()
             for thread in threads:
@@ -136,7 +150,8 @@ def row(
     p99 = statistics.quantiles(done, n=100)[98]
     return (
         f"| {consumers} | {len(done) / elapsed:.0f} | {statistics.median(done):.1f} / "
-        f"{p99:.1f} | {cpu * 1000 / len(done):.2f} |"
+        f"{p99:.1f} | {brokers_cpu * 1000 / len(done):.2f} | "
+        f"{clients_cpu * 1000 / len(done):.2f} |"
     )
 
 
