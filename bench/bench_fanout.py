@@ -130,12 +130,12 @@ def row(
         try:
             ready.wait()
             started = time.perf_counter()
-            cpu_before = [sum(cpu_seconds(pid) for pid in pids), cpu_seconds(os.getpid())]
+            brokers_before, clients_before = cpu_seconds(*pids), cpu_seconds(os.getpid())
             stop.wait(seconds)
             done = list(latencies)
             elapsed = time.perf_counter() - started
-            brokers_cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before[0]
-            clients_cpu = cpu_seconds(os.getpid()) - cpu_before[1]
+            brokers_cpu = cpu_seconds(*pids) - brokers_before
+            clients_cpu = cpu_seconds(os.getpid()) - clients_before
         except threading.BrokenBarrierError:
             if not failed:
                 raise

@@ -106,7 +106,7 @@ def run(cluster: LocalCluster, count: int, gap_s: float) -> None:
     for i in range(-3, count):  # three to warm up
         if i == 0:
             concurrent.count = 0
-            cpu_before = sum(cpu_seconds(pid) for pid in pids)
+            cpu_before = cpu_seconds(*pids)
         marks = [time.perf_counter()]
         producer.begin_transaction()
         for partition in (i % 3, (i + 1) % 3):
@@ -123,7 +123,7 @@ def run(cluster: LocalCluster, count: int, gap_s: float) -> None:
                 steps[step].append((end - start) * 1000)
             steps["transaction"].append((marks[-1] - marks[0]) * 1000)
         time.sleep(gap_s)
-    cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before
+    cpu = cpu_seconds(*pids) - cpu_before
     consumer.close()
     print(f"plain acks=all send and flush, p50 / p90: {p50_p90(sends[5:])} ms")
     for step in STEPS:

@@ -10,7 +10,12 @@ import os
 from pathlib import Path
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of ``pid`` so far; OSError once it is gone."""
+def cpu_seconds(*pids: int) -> float:
+    """User and system CPU seconds of ``pids`` together so far; OSError once
+    one is gone."""
+    return sum(_ticks(pid) for pid in pids) / os.sysconf("SC_CLK_TCK")
+
+
+def _ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) + int(fields[12])
