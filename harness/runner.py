@@ -163,6 +163,7 @@ def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterato
         list(spec.faults),
         seed=spec.seed,
         interval=spec.nemesis_interval,
+        length=spec.fault_length,
         mode=spec.nemesis_mode,
         plan=plan,
     )

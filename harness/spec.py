@@ -99,8 +99,16 @@ OPTIONS: tuple[Option, ...] = (
         "nemesis_interval",
         float,
         10.0,
-        "mean seconds between fault ops (with episodes: a fault's mean length)",
+        "mean seconds a fault waits before it starts again (with episodes: the longest quiet gap)",
         minimum=0.01,
+    ),
+    Option(
+        "fault_length",
+        float,
+        None,
+        "mean seconds a fault lasts before it is healed",
+        minimum=0.01,
+        derived="nemesis-interval",
     ),
     Option(
         "nemesis_mode",
@@ -249,6 +257,7 @@ class TestSpec:
     workload: str
     nemesis: tuple[str, ...]
     nemesis_interval: float
+    fault_length: float
     nemesis_mode: str
     schedule: str
     time_limit: float
@@ -497,6 +506,8 @@ def resolve(
         )
     if values["schedule"]:
         values["nemesis"] = _scheduled(values["schedule"], values["nemesis"])
+    if values["fault_length"] is None:
+        values["fault_length"] = values["nemesis_interval"]
     if values["replication_factor"] is None:
         values["replication_factor"] = 1 if values["bootstrap"] else min(3, values["nodes"])
     if values["min_isr"] is None:

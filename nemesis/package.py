@@ -76,6 +76,8 @@ class NemesisPackage:
     faults: list[Fault]
     seed: int
     interval: float = 10.0
+    #: mean seconds a fault lasts (None: the interval)
+    length: float | None = None
     mode: str = "alternate"
     stable_period: float | None = None
     names: list[str] = field(default_factory=list)
@@ -92,10 +94,17 @@ class NemesisPackage:
                 seed=self.seed,
                 duration=duration,
                 interval=self.interval,
+                length=self.length,
                 stable_period=self.stable_period,
             )
         shape = episodes if self.mode == "episodes" else alternate
-        return shape(self.faults, seed=self.seed, duration=duration, interval=self.interval)
+        return shape(
+            self.faults,
+            seed=self.seed,
+            duration=duration,
+            interval=self.interval,
+            length=self.length,
+        )
 
     def final_ops(self) -> list[OpDict]:
         """The final heal, in ``HEAL_ORDER``."""
@@ -126,6 +135,7 @@ def build(
     *,
     seed: int,
     interval: float = 10.0,
+    length: float | None = None,
     mode: str = "alternate",
     stable_period: float | None = None,
     targets: Sequence[str] = DEFAULT_TARGETS,
@@ -142,6 +152,8 @@ def build(
         raise NemesisError(f"unknown nemesis mode {mode!r}; known: {', '.join(MODES)}")
     if interval <= 0:
         raise NemesisError(f"--nemesis-interval must be positive, got {interval}")
+    if length is not None and length <= 0:
+        raise NemesisError(f"--fault-length must be positive, got {length}")
     options = FaultOptions(tuple(targets), coordinator)
     nemeses, faults = [], []
     for family in FAMILIES:
@@ -153,6 +165,7 @@ def build(
         faults=faults,
         seed=seed,
         interval=interval,
+        length=length,
         mode=mode,
         stable_period=stable_period,
         names=chosen,

@@ -5,8 +5,9 @@ A schedule is a list of `(at_seconds, op)` with nemesis ops such as
 shapes, each deterministic for a seed:
 
 - `alternate` (Jepsen's `flip-flop` under `stagger`): each fault alternates
-  start and stop, waiting a uniform random 0..2*interval between ops; the
-  faults' timelines are merged, so different faults may overlap.
+  start and stop, waiting a uniform random 0..2*interval before a start and
+  0..2*length before its stop (the length is the interval unless given);
+  the faults' timelines are merged, so different faults may overlap.
 - `rotate` (Bufstream's package rotation): time is cut into windows of
   `stable_period`; each window picks a random non-empty subset of the faults,
   or (one time in four) none — a quiet period; picked faults alternate inside
@@ -60,12 +61,12 @@ class Fault:
 
 
 def _alternate(
-    fault: Fault, rng: random.Random, start: float, end: float, interval: float
+    fault: Fault, rng: random.Random, start: float, end: float, interval: float, length: float
 ) -> list[tuple[float, OpDict]]:
     out: list[tuple[float, OpDict]] = []
     t, on = start, False
     while True:
-        t += rng.uniform(0, 2 * interval)
+        t += rng.uniform(0, 2 * (length if on else interval))
         if t >= end:
             break
         stop = fault.stop()
@@ -87,12 +88,19 @@ def _merge(timelines: list[list[tuple[float, OpDict]]]) -> list[tuple[float, OpD
 
 
 def alternate(
-    faults: Sequence[Fault], *, seed: int, duration: float, interval: float
+    faults: Sequence[Fault],
+    *,
+    seed: int,
+    duration: float,
+    interval: float,
+    length: float | None = None,
 ) -> list[tuple[float, OpDict]]:
-    """Each fault flip-flops start/stop on its own staggered clock."""
+    """Each fault flip-flops start/stop on its own staggered clock, on for
+    ``length`` seconds on average (``interval`` unless given)."""
     rngs = [random.Random(f"{seed}:{f.name}") for f in faults]
+    on = length or interval
     return _merge(
-        [_alternate(f, r, 0.0, duration, interval) for f, r in zip(faults, rngs, strict=True)]
+        [_alternate(f, r, 0.0, duration, interval, on) for f, r in zip(faults, rngs, strict=True)]
     )
 
 
@@ -102,10 +110,12 @@ def rotate(
     seed: int,
     duration: float,
     interval: float,
+    length: float | None = None,
     stable_period: float | None = None,
 ) -> list[tuple[float, OpDict]]:
     """Windows of a random subset of faults (or none, a quarter of the time)."""
     rng = random.Random(f"{seed}:rotate")
+    on = length or interval
     period = stable_period or 4 * interval
     out: list[list[tuple[float, OpDict]]] = []
     t = 0.0
@@ -113,7 +123,9 @@ def rotate(
         end = min(t + period, duration)
         if faults and rng.random() >= 0.25:
             chosen = rng.sample(list(faults), rng.randint(1, len(faults)))
-            out += [_alternate(f, random.Random(rng.random()), t, end, interval) for f in chosen]
+            out += [
+                _alternate(f, random.Random(rng.random()), t, end, interval, on) for f in chosen
+            ]
         t = end
     return _merge(out)
 
@@ -125,19 +137,26 @@ MIN_FAULT_S = 1.0
 
 
 def episodes(
-    faults: Sequence[Fault], *, seed: int, duration: float, interval: float
+    faults: Sequence[Fault],
+    *,
+    seed: int,
+    duration: float,
+    interval: float,
+    length: float | None = None,
 ) -> list[tuple[float, OpDict]]:
     """Episodes of one fault, a quarter of them with a second one starting
-    while it lasts, each fault on for a uniform 1..2*interval seconds (less
-    than one only for an interval under half a second), and
-    quiet gaps of 0..interval seconds between episodes."""
+    while it lasts, each fault on for a uniform 1..2*length seconds (less
+    than one only for a length under half a second; the length is the
+    interval unless given), and quiet gaps of 0..interval seconds between
+    episodes."""
     rng = random.Random(f"{seed}:episodes")
+    on = length or interval
     out: list[list[tuple[float, OpDict]]] = []
 
     def run(fault: Fault, start: float) -> float:
         """Adds ``fault`` from ``start``; returns when it ends."""
-        shortest = min(MIN_FAULT_S, 2 * interval)
-        stop = min(start + rng.uniform(shortest, 2 * interval), duration)
+        shortest = min(MIN_FAULT_S, 2 * on)
+        stop = min(start + rng.uniform(shortest, 2 * on), duration)
         timeline = [(start, fault.start(rng))]
         if (stop_op := fault.stop()) is not None:
             timeline.append((stop, stop_op))

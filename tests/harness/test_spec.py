@@ -20,6 +20,8 @@ def test_file_then_flags_override_defaults(tmp_path: Path) -> None:
     assert spec.seed == 0
     assert spec.test_name == "txn-kill+pause"
     assert spec.to_dict()["nemesis"] == ["kill", "pause"]
+    assert spec.fault_length == spec.nemesis_interval == 10.0  # a fault lasts the interval
+    assert resolve(None, {"fault_length": "4"}).fault_length == 4.0
 
 
 def test_broker_settings_from_file_and_flags(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -48,6 +50,25 @@ def test_each_fault_alternates_and_ends_stopped(seed: int, mode: str) -> None:
     ):
         seq = by_fault(timeline, {start}, {stop})
         assert seq == ["start", "stop"] * (len(seq) // 2)
+
+
+def on_and_off(timeline: list[tuple[float, dict]], start: str, stop: str) -> tuple[float, float]:
+    """The mean seconds one fault is on, and off between a stop and the next start."""
+    ops = [(t, op["f"]) for t, op in timeline if op["f"] in (start, stop)]
+    on = [b - a for (a, f), (b, _) in pairwise(ops) if f == start]
+    off = [b - a for (a, f), (b, _) in pairwise(ops) if f == stop]
+    return sum(on) / len(on), sum(off) / len(off)
+
+
+@pytest.mark.parametrize("mode", ["alternate", "rotate", "episodes"])
+def test_a_fault_lasts_its_length_and_waits_the_interval(mode: str) -> None:
+    long_gaps = build("kill", seed=5, interval=10, length=1, mode=mode, stable_period=400)
+    on, off = on_and_off(long_gaps.schedule(20_000), "kill", "start")
+    assert 0.8 < on < 1.6 < 4 < off  # episodes: 1..2 s on, 0..10 s quiet
+    same = build("kill", seed=5, interval=3, mode=mode)
+    assert same.schedule(300) == build("kill", seed=5, interval=3, length=3, mode=mode).schedule(
+        300
+    )
 
 
 def test_rotate_has_quiet_windows() -> None:
@@ -118,6 +139,8 @@ def test_unknown_names_and_bad_options_are_rejected() -> None:
         build("kill", seed=1, mode="sometimes")
     with pytest.raises(NemesisError, match="positive"):
         build("kill", seed=1, interval=0)
+    with pytest.raises(NemesisError, match="fault-length must be positive"):
+        build("kill", seed=1, length=0)
 
 
 def test_compose_rejects_overlapping_fs() -> None:
