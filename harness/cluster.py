@@ -189,7 +189,11 @@ def all_registered(store: str | os.PathLike[str]) -> list[str]:
 
 
 def default_broker_command() -> tuple[str, ...]:
-    return (sys.executable, "-m", "harness", "broker")
+    """``python -m broker``: the broker's own entry point, which imports the
+    broker alone. ``jepka broker`` runs the same code, but its command line
+    first imports every subcommand (pandas and the Docker SDK among them),
+    some two seconds a start that every restart under a kill would wait."""
+    return (sys.executable, "-m", "broker")
 
 
 def make_backend(spec: ClusterSpec, work_dir: Path, build_image: bool = False) -> Backend:

@@ -39,7 +39,7 @@ def test_brokers_and_faults_over_ssh(
         ssh_user=user,
         ssh_config=ssh_config,
         node_root=str(tmp_path / "nodes"),
-        broker_command=(sys.executable, "-m", "harness", "broker"),
+        broker_command=(sys.executable, "-m", "broker"),
     )
     cluster = Cluster.up(spec, tmp_path / "store")
     try:
