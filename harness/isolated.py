@@ -41,7 +41,11 @@ def call_isolated(
     is awaited (a run interrupted there heals and tears down), then the
     interrupt goes on here, unless the answer ``says_interrupted``: then it
     is returned, as the callee's own account of the interrupt. A second
-    Ctrl-C stops it at once. A process stopped with no Ctrl-C here (a
+    Ctrl-C stops it at once. A SIGTERM or SIGHUP here is passed on to that
+    process, which heals and tears its run down; once it has answered, this
+    process exits as the signal asks (``SystemExit``, 128 + the signal), so
+    that stopping a command that runs tests in such processes leaves no
+    run going on without it. A process stopped with no signal here (a
     SIGTERM to it alone) is NoAnswer."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
@@ -50,6 +54,7 @@ def call_isolated(
     child.start()
     send.close()
     interrupts = 0
+    stops: list[int] = []
 
     def on_interrupt(signum: int, frame: Any) -> None:
         nonlocal interrupts
@@ -57,10 +62,20 @@ def call_isolated(
         if interrupts > 1:
             child.terminate()
 
+    def on_stop(signum: int, frame: Any) -> None:
+        stops.append(signum)
+        if len(stops) > 1:
+            child.kill()
+        elif child.pid is not None:
+            os.kill(child.pid, signum)
+
     try:
-        # Ctrl-C is counted, not raised, while the answer is awaited: raised
-        # in the middle of reading it, it would lose the answer
-        with _signal_handled(signal.SIGINT, on_interrupt):
+        # signals are counted, not raised, while the answer is awaited: raised
+        # in the middle of reading it, they would lose the answer
+        with contextlib.ExitStack() as handlers:
+            handlers.enter_context(_signal_handled(signal.SIGINT, on_interrupt))
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                handlers.enter_context(_signal_handled(signum, on_stop))
             answer: tuple[bool, Any] | None = receive.recv()
     except EOFError:
         answer = None
@@ -69,6 +84,8 @@ def call_isolated(
         if child.is_alive():
             child.kill()
             child.join()
+    if stops:
+        raise SystemExit(128 + stops[0])
     if interrupts and not (answer is not None and answer[0] and says_interrupted(answer[1])):
         raise KeyboardInterrupt
     if answer is None:

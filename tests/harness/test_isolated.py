@@ -78,6 +78,44 @@ def test_a_process_stopped_on_its_own_is_no_answer_and_no_stop_here() -> None:
         call_isolated(interrupted_alone)
 
 
+def heals_when_stopped(running: str, healed: str) -> str:
+    """Stands for a run that heals on the way out when its process gets
+    SIGTERM, as ``Cluster.healing`` does; touches ``running`` once it can."""
+    previous = signal.signal(signal.SIGTERM, _exit_on_signal)
+    try:
+        Path(running).touch()
+        time.sleep(30)
+        return "not stopped"
+    finally:
+        Path(healed).touch()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_sigterm_here_stops_the_run_there_and_then_this_process(tmp_path: Path) -> None:
+    """`kill <pid>` of a detection job or a series: its run heals and tears
+    down before the command exits, rather than going on alone."""
+    running, healed = tmp_path / "running", tmp_path / "healed"
+
+    def sigterm() -> None:
+        deadline = time.monotonic() + 30
+        while not running.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    timer = threading.Timer(0, sigterm)
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            call_isolated(heals_when_stopped, str(running), str(healed))
+    finally:
+        timer.cancel()
+    assert stopped.value.code == 143
+    assert healed.exists()  # the run's own way out ran before the answer
+    assert time.monotonic() - t0 < 25  # not its 30 s of sleep
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
 def interrupted_in_setup(delay: float) -> str:
     """Stands for a case whose set-up is interrupted: the interrupt comes in
     while it is not in the run's own loop."""
