@@ -13,7 +13,8 @@ from __future__ import annotations
 import random
 import socket
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from confluent_kafka.admin import AdminClient
 
@@ -85,9 +86,29 @@ def _recv(s: socket.socket, n: int) -> bytes:
     return data
 
 
-#: how long one broker may take to answer a DescribeQuorum before the next is
-#: asked: a paused one takes the connection and never answers
+#: how long one broker may take to answer a DescribeQuorum or FindCoordinator:
+#: a paused one takes the connection and never answers
 ASK_NODE_S = 2.0
+
+
+def first_answer(nodes: Sequence[Node], ask: Callable[[Node], str], what: str) -> str:
+    """The answer ``ask`` gets from the first of ``nodes``, in their order, that
+    answers. All are asked at once, so that paused or cut-off brokers hold the
+    caller (the nemesis, which waits before its next fault) for one timeout in
+    all, not one each; a RoleLookupError naming each node's failure when none
+    answers."""
+    errors = []
+    pool = ThreadPoolExecutor(max_workers=max(1, len(nodes)), thread_name_prefix="jepka-role")
+    try:
+        asked = [(node, pool.submit(ask, node)) for node in nodes]
+        for node, future in asked:
+            try:
+                return future.result()
+            except (OSError, ValueError, RoleLookupError) as e:
+                errors.append(f"{node.name}: {e}")
+    finally:
+        pool.shutdown(wait=False)  # an ask still waiting ends at its own timeout
+    raise RoleLookupError(f"no broker answered {what}: " + "; ".join(errors))
 
 
 class KafkaRoles:
@@ -141,14 +162,12 @@ class KafkaRoles:
             raise RoleLookupError(f"metadata request failed: {e}") from None
 
     def controller(self) -> str:
-        errors = []
-        for node in self.brokers:
-            try:
-                timeout = min(self.timeout, ASK_NODE_S)
-                return self._name(quorum_leader(node.address, self.port, timeout))
-            except (OSError, ValueError, RoleLookupError) as e:
-                errors.append(f"{node.name}: {e}")
-        raise RoleLookupError("no broker answered DescribeQuorum: " + "; ".join(errors))
+        timeout = min(self.timeout, ASK_NODE_S)
+
+        def ask(node: Node) -> str:
+            return self._name(quorum_leader(node.address, self.port, timeout))
+
+        return first_answer(self.brokers, ask, "DescribeQuorum")
 
     def _partitions(self, internal: bool = False) -> list[tuple[str, int, int]]:
         md = self._metadata()
@@ -180,10 +199,9 @@ class KafkaRoles:
     def coordinator(self, kind: str, key: str) -> str:
         if kind not in KEY_TYPES:
             raise RoleLookupError(f"unknown coordinator kind {kind!r}; known: group, transaction")
-        errors = []
-        for node in self.brokers:
-            try:
-                return self._name(find_coordinator(node.address, self.port, kind, key))
-            except (OSError, RoleLookupError) as e:
-                errors.append(f"{node.name}: {e}")
-        raise RoleLookupError("no broker answered FindCoordinator: " + "; ".join(errors))
+        timeout = min(self.timeout, ASK_NODE_S)
+
+        def ask(node: Node) -> str:
+            return self._name(find_coordinator(node.address, self.port, kind, key, timeout))
+
+        return first_answer(self.brokers, ask, "FindCoordinator")
