@@ -1,9 +1,11 @@
 """Fault costs on a real local cluster, and the speed of pure schedules.
 
 Measures: generating a seeded schedule (ops/s, no cluster); bringing a
-3-node local cluster up and down; and, per fault, how long applying it and
-healing it take (median of `--repeat` rounds), which bounds how short a
-`--nemesis-interval` can usefully be. Prints the figures and the command.
+local cluster (3 nodes, or `--nodes`) up and down; and, per fault, how long
+applying it and healing it take (median of `--repeat` rounds): a kill's heal
+restarts the killed brokers and waits until each is up, and the nemesis
+waits for it before its next op. These bound how short a
+`--fault-length` can usefully be. Prints the figures and the command.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ FAULTS = [
     ("partition", {"f": "start-partition", "value": "majority"}, {"f": "stop-partition"}),
     ("pause", {"f": "pause", "value": "one"}, {"f": "resume", "value": "all"}),
     ("kill", {"f": "kill", "value": "one"}, {"f": "start", "value": "all"}),
+    ("kill all", {"f": "kill", "value": "all"}, {"f": "start", "value": "all"}),
     (
         "clock",
         {"f": "bump-clock", "value": {"targets": "all", "delta_ms": 5000}},
@@ -46,10 +49,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--schedule-seconds", type=float, default=3600)
+    parser.add_argument("--nodes", type=int, default=3)
     args = parser.parse_args()
     print(
         f"command: .venv/bin/python bench/bench_nemesis.py --repeat {args.repeat} "
-        f"--schedule-seconds {args.schedule_seconds:g}"
+        f"--schedule-seconds {args.schedule_seconds:g} --nodes {args.nodes}"
     )
     n, dt = bench_schedule(args.schedule_seconds)
     print(
@@ -57,7 +61,7 @@ def main() -> None:
         f"({n / dt:,.0f} ops/s)"
     )
     with tempfile.TemporaryDirectory() as store:
-        spec = ClusterSpec(name=f"bench{uuid.uuid4().hex[:6]}", nodes=3)
+        spec = ClusterSpec(name=f"bench{uuid.uuid4().hex[:6]}", nodes=args.nodes)
         t0 = time.perf_counter()
         cluster = Cluster.up(spec, store)
         up = time.perf_counter() - t0
@@ -81,7 +85,8 @@ def main() -> None:
         finally:
             down = timed(cluster.down)
     print(
-        f"     cluster: 3-node local up {up:.2f} s (brokers ready) | heal-all {full * 1000:.0f} ms"
+        f"     cluster: {args.nodes}-node local up {up:.2f} s (brokers ready) "
+        f"| heal-all {full * 1000:.0f} ms"
         f" | down {down:.2f} s"
     )
 
