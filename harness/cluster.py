@@ -20,7 +20,6 @@ import logging
 import os
 import random
 import shutil
-import signal
 import socket
 import sys
 import threading
@@ -39,6 +38,7 @@ from control.db.kafka import KafkaKraft
 from control.db.reference import ReferenceBroker
 from control.net import iptables
 from control.remote import on_nodes
+from harness.stopping import stop_signals_exit
 from nemesis.base import NemesisContext
 from nemesis.package import NODE_HEALS
 from nemesis.roles import KafkaRoles
@@ -390,18 +390,11 @@ class Cluster:
         """Heals on the way out, however the block ends: normally, by an
         exception, Ctrl-C, or SIGTERM/SIGHUP (turned into `SystemExit` while
         inside, then re-raised after the heal)."""
-        previous = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGHUP):
-                previous[sig] = signal.signal(sig, _exit_on_signal)
-        try:
-            yield self
-        finally:
+        with stop_signals_exit():  # also while healing: a second signal is ignored
             try:
-                self.heal()
+                yield self
             finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
+                self.heal()
 
     def down(self) -> None:
         """Stops brokers and removes every trace of the cluster (rules,
@@ -481,7 +474,3 @@ def reap_orphans(store: str | os.PathLike[str]) -> list[str]:
         except Exception as e:  # one broken record must not block a new run
             log.warning("could not remove orphaned cluster %s: %s", name, e)
     return reaped
-
-
-def _exit_on_signal(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)

@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from harness.stopping import STOP_SIGNALS, stop_signals_exit
+
 #: how long the process may take to end once it has answered
 EXIT_S = 30.0
 
@@ -42,31 +44,33 @@ def call_isolated(
     interrupt goes on here, unless the answer ``says_interrupted``: then it
     is returned, as the callee's own account of the interrupt. A second
     Ctrl-C stops it at once. A SIGTERM or SIGHUP here is passed on to that
-    process, which heals and tears its run down; once it has answered, this
-    process exits as the signal asks (``SystemExit``, 128 + the signal), so
-    that stopping a command that runs tests in such processes leaves no
-    run going on without it. A process stopped with no signal here (a
+    process, which ends its call as its own would (``harness.stopping``: a
+    run heals, then its cluster is torn down); once it has answered, this
+    process exits as the signal asks (``SystemExit``, 128 + the signal),
+    whatever the answer, so that stopping a command that runs tests in such
+    processes leaves no run going on without it. A second stop signal here
+    kills that process at once. A process stopped with no signal here (a
     SIGTERM to it alone) is NoAnswer."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
     level = logging.getLogger().level
     child = context.Process(target=_answer, args=(fn, args, send, level))
-    child.start()
-    send.close()
     interrupts = 0
     stops: list[int] = []
 
     def on_interrupt(signum: int, frame: Any) -> None:
         nonlocal interrupts
         interrupts += 1
-        if interrupts > 1:
+        if interrupts > 1 and child.pid is not None:
             child.terminate()
 
     def on_stop(signum: int, frame: Any) -> None:
         stops.append(signum)
+        if child.pid is None:  # not started yet: passed on once it is
+            return
         if len(stops) > 1:
             child.kill()
-        elif child.pid is not None:
+        else:
             os.kill(child.pid, signum)
 
     try:
@@ -74,16 +78,21 @@ def call_isolated(
         # in the middle of reading it, they would lose the answer
         with contextlib.ExitStack() as handlers:
             handlers.enter_context(_signal_handled(signal.SIGINT, on_interrupt))
-            for signum in (signal.SIGTERM, signal.SIGHUP):
+            for signum in STOP_SIGNALS:
                 handlers.enter_context(_signal_handled(signum, on_stop))
+            child.start()
+            send.close()
+            if stops and child.pid is not None:
+                os.kill(child.pid, stops[0])
             answer: tuple[bool, Any] | None = receive.recv()
     except EOFError:
         answer = None
     finally:
-        child.join(EXIT_S)
-        if child.is_alive():
-            child.kill()
-            child.join()
+        if child.pid is not None:
+            child.join(EXIT_S)
+            if child.is_alive():
+                child.kill()
+                child.join()
     if stops:
         raise SystemExit(128 + stops[0])
     if interrupts and not (answer is not None and answer[0] and says_interrupted(answer[1])):
@@ -125,7 +134,8 @@ def _answer(fn: Callable[..., Any], args: tuple[Any, ...], send: Any, level: int
     dump_stacks_on_sigusr1()
     try:
         try:
-            answer: tuple[bool, Any] = (True, fn(*args))
+            with stop_signals_exit():  # a run stopped by a signal tears down on its way out
+                answer: tuple[bool, Any] = (True, fn(*args))
         except BaseException as e:  # an interrupt too: the caller re-raises it
             answer = (False, e)
         try:

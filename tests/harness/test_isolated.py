@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import _exit_on_signal
 from harness.isolated import NoAnswer, call_isolated
+from harness.stopping import exit_once
 
 
 def stuck_forever(value: int) -> int:
@@ -52,7 +52,7 @@ def test_a_process_that_dies_without_answering_is_no_answer() -> None:
 def terminated_alone() -> None:
     """Stands for a run whose own process gets SIGTERM: it heals on the way
     out, the signal turned into SystemExit as ``Cluster.healing`` does."""
-    previous = signal.signal(signal.SIGTERM, _exit_on_signal)
+    previous = signal.signal(signal.SIGTERM, exit_once)
     try:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(10)
@@ -78,42 +78,54 @@ def test_a_process_stopped_on_its_own_is_no_answer_and_no_stop_here() -> None:
         call_isolated(interrupted_alone)
 
 
-def heals_when_stopped(running: str, healed: str) -> str:
-    """Stands for a run that heals on the way out when its process gets
-    SIGTERM, as ``Cluster.healing`` does; touches ``running`` once it can."""
-    previous = signal.signal(signal.SIGTERM, _exit_on_signal)
+def heals_when_stopped(running: str, healed: str, heal_s: float) -> str:
+    """Stands for a run stopped outside ``Cluster.healing`` (starting its
+    cluster, checking, tearing down): no handler of its own, only a
+    ``finally`` that takes ``heal_s`` seconds and then touches ``healed``;
+    touches ``running`` once it runs."""
     try:
         Path(running).touch()
         time.sleep(30)
         return "not stopped"
     finally:
+        time.sleep(heal_s)
         Path(healed).touch()
-        signal.signal(signal.SIGTERM, previous)
 
 
-def test_a_sigterm_here_stops_the_run_there_and_then_this_process(tmp_path: Path) -> None:
-    """`kill <pid>` of a detection job or a series: its run heals and tears
-    down before the command exits, rather than going on alone."""
+@pytest.mark.parametrize(
+    ("signum", "to_group"),
+    [(signal.SIGTERM, False), (signal.SIGHUP, False), (signal.SIGTERM, True)],
+    ids=["sigterm", "sighup", "sigterm-to-the-group"],
+)
+def test_a_stop_signal_here_stops_the_run_there_and_then_this_process(
+    tmp_path: Path, signum: int, to_group: bool
+) -> None:
+    """`kill <pid>` of a detection job or a series: its run tears down
+    before the command exits, rather than going on alone. Sent to the whole
+    group (`timeout`, a terminal hang-up), the run gets the signal twice,
+    directly and passed on: the second must not cut its clean-up short."""
     running, healed = tmp_path / "running", tmp_path / "healed"
 
-    def sigterm() -> None:
+    def stop() -> None:
         deadline = time.monotonic() + 30
         while not running.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGTERM)
+        for child in multiprocessing.active_children() if to_group else ():
+            os.kill(child.pid, signum)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signum)
 
-    timer = threading.Timer(0, sigterm)
+    timer = threading.Timer(0, stop)
     timer.start()
     t0 = time.monotonic()
     try:
         with pytest.raises(SystemExit) as stopped:
-            call_isolated(heals_when_stopped, str(running), str(healed))
+            call_isolated(heals_when_stopped, str(running), str(healed), 1.0)
     finally:
         timer.cancel()
-    assert stopped.value.code == 143
-    assert healed.exists()  # the run's own way out ran before the answer
+    assert stopped.value.code == 128 + signum
+    assert healed.exists()  # its clean-up ran to the end before the answer
     assert time.monotonic() - t0 < 25  # not its 30 s of sleep
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signum) is signal.SIG_DFL
 
 
 def interrupted_in_setup(delay: float) -> str:

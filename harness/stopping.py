@@ -1,0 +1,46 @@
+"""SIGTERM and SIGHUP as a way out that runs its clean-up once.
+
+A run stopped by a signal must still heal its faults and tear its cluster
+down. The first SIGTERM or SIGHUP a process gets is raised as
+``SystemExit`` (128 + the signal), so that ``finally`` blocks and context
+managers run; every later one is ignored, so that a signal that arrives
+twice (sent to the process group and also passed on by a parent, or sent
+again by an impatient caller) cannot break out of the heal the first one
+started. SIGKILL remains for a process that must end at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+#: the stop signal this process is on its way out for, if any
+_stopping: list[int] = []
+
+
+def exit_once(signum: int, frame: Any) -> None:
+    """A stop signal handler: ``SystemExit`` the first time, nothing after."""
+    if _stopping:
+        return
+    _stopping.append(signum)
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def stop_signals_exit() -> Iterator[None]:
+    """``exit_once`` for SIGTERM and SIGHUP meanwhile, where Python lets
+    handlers be set (the main thread); the handlers before are put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, exit_once) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
