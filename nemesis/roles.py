@@ -13,8 +13,10 @@ from __future__ import annotations
 import random
 import socket
 import struct
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from confluent_kafka.admin import AdminClient
 
@@ -91,24 +93,34 @@ def _recv(s: socket.socket, n: int) -> bytes:
 ASK_NODE_S = 2.0
 
 
-def first_answer(nodes: Sequence[Node], ask: Callable[[Node], str], what: str) -> str:
+#: how long past its timeout an ask is waited for, to give its own error
+GRACE_S = 0.5
+
+
+def first_answer(
+    nodes: Sequence[Node], ask: Callable[[Node], str], what: str, timeout: float = ASK_NODE_S
+) -> str:
     """The answer ``ask`` gets from the first of ``nodes``, in their order, that
-    answers. All are asked at once, so that paused or cut-off brokers hold the
-    caller (the nemesis, which waits before its next fault) for one timeout in
-    all, not one each; a RoleLookupError naming each node's failure when none
-    answers."""
+    answers within ``timeout`` seconds (and a moment's grace, so that an ask
+    that times out itself says so). All are asked at once, so that paused
+    or cut-off brokers hold the caller (the nemesis, which waits before its
+    next fault) for one timeout in all, not one each; a RoleLookupError
+    naming each node's failure when none answers."""
     errors = []
+    deadline = time.monotonic() + timeout + GRACE_S
     pool = ThreadPoolExecutor(max_workers=max(1, len(nodes)), thread_name_prefix="jepka-role")
     try:
         asked = [(node, pool.submit(ask, node)) for node in nodes]
         for node, future in asked:
             try:
-                return future.result()
-            except (OSError, ValueError, RoleLookupError) as e:
+                return future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except FutureTimeout:
+                errors.append(f"{node.name}: no answer in {timeout:g} s")
+            except Exception as e:  # a garbled answer too: the next node may answer
                 errors.append(f"{node.name}: {e}")
     finally:
         pool.shutdown(wait=False)  # an ask still waiting ends at its own timeout
-    raise RoleLookupError(f"no broker answered {what}: " + "; ".join(errors))
+    raise RoleLookupError(f"no broker answered {what}: " + "; ".join(errors or ["none asked"]))
 
 
 class KafkaRoles:
@@ -161,13 +173,17 @@ class KafkaRoles:
         except Exception as e:
             raise RoleLookupError(f"metadata request failed: {e}") from None
 
-    def controller(self) -> str:
+    def _ask_brokers(self, ask: Callable[[Node, float], int], what: str) -> str:
+        """The role holder's node name, as the first broker that answers says."""
         timeout = min(self.timeout, ASK_NODE_S)
+        return first_answer(
+            self.brokers, lambda node: self._name(ask(node, timeout)), what, timeout
+        )
 
-        def ask(node: Node) -> str:
-            return self._name(quorum_leader(node.address, self.port, timeout))
-
-        return first_answer(self.brokers, ask, "DescribeQuorum")
+    def controller(self) -> str:
+        return self._ask_brokers(
+            lambda node, timeout: quorum_leader(node.address, self.port, timeout), "DescribeQuorum"
+        )
 
     def _partitions(self, internal: bool = False) -> list[tuple[str, int, int]]:
         md = self._metadata()
@@ -199,9 +215,7 @@ class KafkaRoles:
     def coordinator(self, kind: str, key: str) -> str:
         if kind not in KEY_TYPES:
             raise RoleLookupError(f"unknown coordinator kind {kind!r}; known: group, transaction")
-        timeout = min(self.timeout, ASK_NODE_S)
-
-        def ask(node: Node) -> str:
-            return self._name(find_coordinator(node.address, self.port, kind, key, timeout))
-
-        return first_answer(self.brokers, ask, "FindCoordinator")
+        return self._ask_brokers(
+            lambda node, timeout: find_coordinator(node.address, self.port, kind, key, timeout),
+            "FindCoordinator",
+        )
