@@ -98,7 +98,7 @@ def alternate(
     """Each fault flip-flops start/stop on its own staggered clock, on for
     ``length`` seconds on average (``interval`` unless given)."""
     rngs = [random.Random(f"{seed}:{f.name}") for f in faults]
-    on = length or interval
+    on = interval if length is None else length
     return _merge(
         [_alternate(f, r, 0.0, duration, interval, on) for f, r in zip(faults, rngs, strict=True)]
     )
@@ -115,7 +115,7 @@ def rotate(
 ) -> list[tuple[float, OpDict]]:
     """Windows of a random subset of faults (or none, a quarter of the time)."""
     rng = random.Random(f"{seed}:rotate")
-    on = length or interval
+    on = interval if length is None else length
     period = stable_period or 4 * interval
     out: list[list[tuple[float, OpDict]]] = []
     t = 0.0
@@ -150,7 +150,7 @@ def episodes(
     interval unless given), and quiet gaps of 0..interval seconds between
     episodes."""
     rng = random.Random(f"{seed}:episodes")
-    on = length or interval
+    on = interval if length is None else length
     out: list[list[tuple[float, OpDict]]] = []
 
     def run(fault: Fault, start: float) -> float:

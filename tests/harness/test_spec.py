@@ -22,6 +22,10 @@ def test_file_then_flags_override_defaults(tmp_path: Path) -> None:
     assert spec.to_dict()["nemesis"] == ["kill", "pause"]
     assert spec.fault_length == spec.nemesis_interval == 10.0  # a fault lasts the interval
     assert resolve(None, {"fault_length": "4"}).fault_length == 4.0
+    cfg.write_text("fault-length: 2.5\n")
+    assert resolve(load_config(cfg), None, str(cfg)).fault_length == 2.5
+    with pytest.raises(SpecError, match=r"fault-length: 0\.0 is below the minimum 0\.01"):
+        resolve(None, {"fault_length": "0"})
 
 
 def test_broker_settings_from_file_and_flags(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from itertools import pairwise
 
 import pytest
@@ -69,6 +71,17 @@ def test_a_fault_lasts_its_length_and_waits_the_interval(mode: str) -> None:
     assert same.schedule(300) == build("kill", seed=5, interval=3, length=3, mode=mode).schedule(
         300
     )
+
+
+def test_without_a_length_every_seed_keeps_its_schedule() -> None:
+    """The digest of the standard mix's schedules as drawn before faults had
+    a length of their own: a seed of a stored run still means its faults."""
+    digest = hashlib.sha256()
+    for mode in ("alternate", "rotate", "episodes"):
+        for seed in (1, 7, 2026):
+            schedule = build("standard", seed=seed, interval=10, mode=mode).schedule(300)
+            digest.update(json.dumps(schedule, sort_keys=True).encode())
+    assert digest.hexdigest()[:16] == "ed0db3303f703418"
 
 
 def test_rotate_has_quiet_windows() -> None:
