@@ -48,9 +48,10 @@ def call_isolated(
     run heals, then its cluster is torn down); once it has answered, this
     process exits as the signal asks (``SystemExit``, 128 + the signal),
     whatever the answer, so that stopping a command that runs tests in such
-    processes leaves no run going on without it. A second stop signal here
-    kills that process at once. A process stopped with no signal here (a
-    SIGTERM to it alone) is NoAnswer."""
+    processes leaves no run going on without it. Later stop signals are
+    ignored, as they are there (``timeout`` sends its signal to the command
+    and then to its whole group): SIGKILL ends both at once. A process
+    stopped with no signal here (a SIGTERM to it alone) is NoAnswer."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
     level = logging.getLogger().level
@@ -66,11 +67,7 @@ def call_isolated(
 
     def on_stop(signum: int, frame: Any) -> None:
         stops.append(signum)
-        if child.pid is None:  # not started yet: passed on once it is
-            return
-        if len(stops) > 1:
-            child.kill()
-        else:
+        if len(stops) == 1 and child.pid is not None:  # else passed on once started
             os.kill(child.pid, signum)
 
     try:

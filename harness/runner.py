@@ -28,6 +28,7 @@ from harness.cluster import Cluster, ClusterError, ClusterSpec
 from harness.interpreter import Counts, Interpreter, Outcome
 from harness.protocols import NoopNemesis, ValidatingClient, ValidatingNemesis
 from harness.spec import SpecError, TestSpec
+from harness.stopping import stop_signals_exit
 from harness.store import FAULTS_YML, RunDir
 
 log = logging.getLogger(__name__)
@@ -238,6 +239,8 @@ def run_test(
     interpreter: Interpreter | None = None
     package = None
     with ExitStack() as stack:
+        # a SIGTERM or SIGHUP from here on tears the cluster down on its way out
+        stack.enter_context(stop_signals_exit())
         cluster = stack.enter_context(cluster_phase(spec, run_dir, state))
         bootstrap = spec.bootstrap or cluster.bootstrap
         # on a cluster the test did not start, names of the run's own: no

@@ -19,8 +19,11 @@ from typing import Any
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
-#: the stop signal this process is on its way out for, if any
+#: the stop signal this process is on its way out for, if any, and how many
+#: ``stop_signals_exit`` blocks are open (the flag is cleared when the last
+#: closes, so that a caller that catches the SystemExit can be stopped again)
 _stopping: list[int] = []
+_depth = [0]
 
 
 def exit_once(signum: int, frame: Any) -> None:
@@ -39,8 +42,12 @@ def stop_signals_exit() -> Iterator[None]:
         yield
         return
     previous = {sig: signal.signal(sig, exit_once) for sig in STOP_SIGNALS}
+    _depth[0] += 1
     try:
         yield
     finally:
+        _depth[0] -= 1
+        if not _depth[0]:
+            _stopping.clear()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -103,7 +103,8 @@ def test_a_stop_signal_here_stops_the_run_there_and_then_this_process(
     """`kill <pid>` of a detection job or a series: its run tears down
     before the command exits, rather than going on alone. Sent to the whole
     group (`timeout`, a terminal hang-up), the run gets the signal twice,
-    directly and passed on: the second must not cut its clean-up short."""
+    directly and passed on, and the command may get it twice too: neither
+    second one may cut the run's clean-up short."""
     running, healed = tmp_path / "running", tmp_path / "healed"
 
     def stop() -> None:
@@ -113,6 +114,9 @@ def test_a_stop_signal_here_stops_the_run_there_and_then_this_process(
         for child in multiprocessing.active_children() if to_group else ():
             os.kill(child.pid, signum)  # type: ignore[arg-type]
         os.kill(os.getpid(), signum)
+        if to_group:  # as `timeout` does: the command, then its whole group
+            time.sleep(0.2)
+            os.kill(os.getpid(), signum)
 
     timer = threading.Timer(0, stop)
     timer.start()
