@@ -15,8 +15,7 @@ import socket
 import struct
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor, wait
 
 from confluent_kafka.admin import AdminClient
 
@@ -112,14 +111,15 @@ def first_answer(
     try:
         asked = [(node, pool.submit(ask, node)) for node in nodes]
         for node, future in asked:
-            try:
-                return future.result(timeout=max(0.0, deadline - time.monotonic()))
-            except FutureTimeout:
+            if not wait([future], timeout=max(0.0, deadline - time.monotonic())).done:
                 errors.append(f"{node.name}: no answer in {timeout:g} s")
+                continue
+            try:
+                return future.result()
             except Exception as e:  # a garbled answer too: the next node may answer
                 errors.append(f"{node.name}: {e}")
     finally:
-        pool.shutdown(wait=False)  # an ask still waiting ends at its own timeout
+        pool.shutdown(wait=False)  # an ask still waiting is left to its socket's timeouts
     raise RoleLookupError(f"no broker answered {what}: " + "; ".join(errors or ["none asked"]))
 
 
