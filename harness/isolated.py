@@ -17,11 +17,10 @@ import os
 import pickle
 import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from harness.stopping import STOP_SIGNALS, stop_signals_exit
+from harness.stopping import STOP_SIGNALS, signal_handled, stop_signals_exit
 
 #: how long the process may take to end once it has answered
 EXIT_S = 30.0
@@ -74,9 +73,9 @@ def call_isolated(
         # signals are counted, not raised, while the answer is awaited: raised
         # in the middle of reading it, they would lose the answer
         with contextlib.ExitStack() as handlers:
-            handlers.enter_context(_signal_handled(signal.SIGINT, on_interrupt))
+            handlers.enter_context(signal_handled(signal.SIGINT, on_interrupt))
             for signum in STOP_SIGNALS:
-                handlers.enter_context(_signal_handled(signum, on_stop))
+                handlers.enter_context(signal_handled(signum, on_stop))
             child.start()
             send.close()
             if stops and child.pid is not None:
@@ -103,20 +102,6 @@ def call_isolated(
     if not ok:
         raise value
     return value
-
-
-@contextlib.contextmanager
-def _signal_handled(signum: int, handler: Callable[[int, Any], None]) -> Iterator[None]:
-    """``handler`` for ``signum`` meanwhile, where Python lets handlers be set
-    (the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signum, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signum, previous)
 
 
 def dump_stacks_on_sigusr1() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -35,19 +35,32 @@ def exit_once(signum: int, frame: Any) -> None:
 
 
 @contextlib.contextmanager
-def stop_signals_exit() -> Iterator[None]:
-    """``exit_once`` for SIGTERM and SIGHUP meanwhile, where Python lets
-    handlers be set (the main thread); the handlers before are put back."""
+def signal_handled(signum: int, handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler`` for ``signum`` meanwhile, where Python lets handlers be set
+    (the main thread); the handler before is put back."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, exit_once) for sig in STOP_SIGNALS}
-    _depth[0] += 1
+    previous = signal.signal(signum, handler)
     try:
         yield
     finally:
-        _depth[0] -= 1
-        if not _depth[0]:
-            _stopping.clear()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signal.signal(signum, previous)
+
+
+@contextlib.contextmanager
+def stop_signals_exit() -> Iterator[None]:
+    """``exit_once`` for SIGTERM and SIGHUP meanwhile, in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    with contextlib.ExitStack() as handlers:
+        for sig in STOP_SIGNALS:
+            handlers.enter_context(signal_handled(sig, exit_once))
+        _depth[0] += 1
+        try:
+            yield
+        finally:
+            _depth[0] -= 1
+            if not _depth[0]:
+                _stopping.clear()
