@@ -24,7 +24,8 @@ writes by design (what KIP-966 addresses), and that is no bug to find.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from nemesis import clock, disk, partition, process
@@ -88,16 +89,11 @@ class NemesisPackage:
         """The timeline of nemesis ops for a run of `duration` seconds."""
         if self.plan is not None:
             return [(t, op) for t, op in self.plan.timeline(KINDS) if t < duration]
-        if self.mode == "rotate":
-            return rotate(
-                self.faults,
-                seed=self.seed,
-                duration=duration,
-                interval=self.interval,
-                length=self.length,
-                stable_period=self.stable_period,
-            )
-        shape = episodes if self.mode == "episodes" else alternate
+        shapes: dict[str, Callable[..., list[tuple[float, OpDict]]]] = {
+            "rotate": functools.partial(rotate, stable_period=self.stable_period),
+            "episodes": episodes,
+        }
+        shape = shapes.get(self.mode, alternate)
         return shape(
             self.faults,
             seed=self.seed,
