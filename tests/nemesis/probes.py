@@ -72,8 +72,9 @@ def netns_available() -> str | None:
     for tool in ("ip", "iptables"):
         if not shutil.which(tool):
             return f"`{tool}` is not installed (scripts/setup-system.sh)"
-    probe = subprocess.run(["ip", "netns", "add", "jk-probe-caps"], capture_output=True, text=True)
-    subprocess.run(["ip", "netns", "del", "jk-probe-caps"], capture_output=True)
+    name = f"jk-probe-{os.getpid()}"  # test workers probe at the same time
+    probe = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
     if probe.returncode != 0:
         return f"cannot create network namespaces: {probe.stderr.strip()}"
     return None
