@@ -1,11 +1,14 @@
 """Who holds a Kafka role right now, asked of the cluster like a client would.
 
-Partition leaders come from Metadata (confluent-kafka's admin client); the
-active controller from a DescribeQuorum request, which brokers forward to it
-(Metadata names a broker as controller when the controllers are nodes of
-their own); coordinators from a FindCoordinator request (key type 0 for a
-group, 1 for a transactional id). The last two are sent raw because no Python
-client exposes them. Broker ids map to nodes by `Node.node_id`.
+Partition leaders come from a Metadata request; the active controller from
+a DescribeQuorum request, which brokers forward to it (Metadata names a
+broker as controller when the controllers are nodes of their own);
+coordinators from a FindCoordinator request (key type 0 for a group, 1 for a
+transactional id). Each goes to every broker at once, one connection each,
+so that brokers paused or cut off hold the nemesis for one short timeout in
+all; the first broker in node order that answers is believed, as a client
+believes the broker it asks, however stale its view. Broker ids map to nodes
+by `Node.node_id`.
 """
 
 from __future__ import annotations
@@ -16,14 +19,12 @@ import struct
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-
-from confluent_kafka.admin import AdminClient
+from typing import Any, TypeVar
 
 from control.backends.base import Node
-from workloads.config import LIBRDKAFKA_LOG
-from workloads.handles import Clients
 
-FIND_COORDINATOR = 10
+T = TypeVar("T")
+
 KEY_TYPES = {"group": 0, "transaction": 1}
 
 
@@ -31,43 +32,39 @@ class RoleLookupError(RuntimeError):
     """The cluster could not say who holds a role."""
 
 
-def _string(s: str) -> bytes:
-    raw = s.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-def find_coordinator(address: str, port: int, kind: str, key: str, timeout: float = 5.0) -> int:
-    """The broker id coordinating a group or transactional id (FindCoordinator v1)."""
-    body = struct.pack(">hhi", FIND_COORDINATOR, 1, 7) + _string("jepka-nemesis")
-    body += _string(key) + struct.pack(">b", KEY_TYPES[kind])
-    with socket.create_connection((address, port), timeout=timeout) as s:
-        s.settimeout(timeout)
-        s.sendall(struct.pack(">i", len(body)) + body)
-        size = struct.unpack(">i", _recv(s, 4))[0]
-        resp = _recv(s, size)
-    # correlation id, throttle_time_ms, error_code, error_message (nullable string), node_id
-    _, _, error = struct.unpack_from(">iih", resp, 0)
-    msg_len = struct.unpack_from(">h", resp, 10)[0]
-    node_id = struct.unpack_from(">i", resp, 12 + max(msg_len, 0))[0]
-    if error:
-        raise RoleLookupError(f"FindCoordinator({kind} {key!r}) failed with error code {error}")
-    return int(node_id)
-
-
-def quorum_leader(address: str, port: int, timeout: float = 5.0) -> int:
-    """The metadata quorum's leader, the active controller, by DescribeQuorum v1.
-    The wire code is imported here, when first asked: importing kio registers
-    hypothesis strategies when hypothesis is installed, which brokers started
-    through the CLI must not do."""
-    from broker.replication.controller_apis import describe_quorum_request
+def _exchange(address: str, port: int, request: Any, timeout: float) -> Any:
+    """``request``'s response from the broker at ``address``. The wire code
+    is imported here, when first asked: importing kio registers hypothesis
+    strategies when hypothesis is installed, which brokers started through
+    the CLI must not do."""
     from broker.replication.peer_client import decode_response, encode_request
 
-    request = describe_quorum_request()
     with socket.create_connection((address, port), timeout=timeout) as s:
         s.settimeout(timeout)
         s.sendall(encode_request(request, 1, "jepka-nemesis"))
         size = struct.unpack(">i", _recv(s, 4))[0]
         _, response = decode_response(_recv(s, size), request)
+    return response
+
+
+def find_coordinator(address: str, port: int, kind: str, key: str, timeout: float = 5.0) -> int:
+    """The broker id coordinating a group or transactional id (FindCoordinator v1)."""
+    from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
+    from kio.static.primitive import i8
+
+    request = FindCoordinatorRequest(key=key, key_type=i8(KEY_TYPES[kind]))
+    response = _exchange(address, port, request, timeout)
+    if response.error_code:
+        code = int(response.error_code)
+        raise RoleLookupError(f"FindCoordinator({kind} {key!r}) failed with error code {code}")
+    return int(response.node_id)
+
+
+def quorum_leader(address: str, port: int, timeout: float = 5.0) -> int:
+    """The metadata quorum's leader, the active controller, by DescribeQuorum v1."""
+    from broker.replication.controller_apis import describe_quorum_request
+
+    response = _exchange(address, port, describe_quorum_request(), timeout)
     partitions = [p for t in response.topics for p in t.partitions]
     if response.error_code or not partitions or partitions[0].error_code:
         code = response.error_code or (partitions[0].error_code if partitions else "no partition")
@@ -75,6 +72,27 @@ def quorum_leader(address: str, port: int, timeout: float = 5.0) -> int:
     if partitions[0].leader_id < 0:
         raise RoleLookupError("DescribeQuorum: no leader known")
     return int(partitions[0].leader_id)
+
+
+def partition_leaders(address: str, port: int, timeout: float = 5.0) -> list[tuple[str, int, int]]:
+    """``(topic, partition, leader id)`` of every partition with a leader, by
+    Metadata v9 (Kafka 2.4 on) for every topic."""
+    from kio.schema.metadata.v9.request import MetadataRequest
+
+    request = MetadataRequest(
+        topics=None,
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    response = _exchange(address, port, request, timeout)
+    return sorted(
+        (str(t.name), int(p.partition_index), int(p.leader_id))
+        for t in response.topics
+        if not t.error_code
+        for p in t.partitions
+        if p.leader_id >= 0
+    )
 
 
 def _recv(s: socket.socket, n: int) -> bytes:
@@ -87,8 +105,8 @@ def _recv(s: socket.socket, n: int) -> bytes:
     return data
 
 
-#: how long one broker may take to answer a DescribeQuorum or FindCoordinator:
-#: a paused one takes the connection and never answers
+#: how long one broker may take to answer a role lookup: a paused one takes
+#: the connection and never answers
 ASK_NODE_S = 2.0
 
 
@@ -97,8 +115,8 @@ GRACE_S = 0.5
 
 
 def first_answer(
-    nodes: Sequence[Node], ask: Callable[[Node], str], what: str, timeout: float = ASK_NODE_S
-) -> str:
+    nodes: Sequence[Node], ask: Callable[[Node], T], what: str, timeout: float = ASK_NODE_S
+) -> T:
     """The answer ``ask`` gets from the first of ``nodes``, in their order, that
     answers within ``timeout`` seconds (and a moment's grace, so that an ask
     that times out itself says so). All are asked at once, so that paused
@@ -140,26 +158,9 @@ class KafkaRoles:
         self.port = port
         self.rng = rng or random.Random(0)
         self.timeout = timeout
-        self._clients = Clients()
-        self._admin: AdminClient | None = None
-
-    @property
-    def admin(self) -> AdminClient:
-        """Connects on first use, so a context that never asks costs nothing."""
-        if self._admin is None:
-            bootstrap = ",".join(f"{n.address}:{self.port}" for n in self.brokers)
-            # its connection errors while nodes are down are the faults at
-            # work, not news: logged as the workload clients' are
-            self._admin = self._clients.admin(
-                {"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG}
-            )
-        return self._admin
 
     def close(self) -> None:
-        """Destroys the admin client, so it stops reconnecting; asking again
-        connects anew."""
-        self._admin = None
-        self._clients.close()
+        """Nothing to drop: every ask opens its own connections and closes them."""
 
     def _name(self, broker_id: int) -> str:
         for n in self.nodes:
@@ -167,33 +168,22 @@ class KafkaRoles:
                 return n.name
         raise RoleLookupError(f"broker id {broker_id} is not a node of this cluster")
 
-    def _metadata(self):  # type: ignore[no-untyped-def]
-        try:
-            return self.admin.list_topics(timeout=self.timeout)
-        except Exception as e:
-            raise RoleLookupError(f"metadata request failed: {e}") from None
-
-    def _ask_brokers(self, ask: Callable[[Node, float], int], what: str) -> str:
-        """The role holder's node name, as the first broker that answers says."""
+    def _ask_brokers(self, ask: Callable[[Node, float], T], what: str) -> T:
+        """What the first broker that answers says."""
         timeout = min(self.timeout, ASK_NODE_S)
-        return first_answer(
-            self.brokers, lambda node: self._name(ask(node, timeout)), what, timeout
-        )
+        return first_answer(self.brokers, lambda node: ask(node, timeout), what, timeout)
 
     def controller(self) -> str:
         return self._ask_brokers(
-            lambda node, timeout: quorum_leader(node.address, self.port, timeout), "DescribeQuorum"
+            lambda node, timeout: self._name(quorum_leader(node.address, self.port, timeout)),
+            "DescribeQuorum",
         )
 
     def _partitions(self, internal: bool = False) -> list[tuple[str, int, int]]:
-        md = self._metadata()
-        return [
-            (t, p, pm.leader)
-            for t, tm in sorted(md.topics.items())
-            if internal or not t.startswith("__")
-            for p, pm in sorted(tm.partitions.items())
-            if pm.leader >= 0
-        ]
+        every = self._ask_brokers(
+            lambda node, timeout: partition_leaders(node.address, self.port, timeout), "Metadata"
+        )
+        return [x for x in every if internal or not x[0].startswith("__")]
 
     def leader(self, topic: str | None = None, partition: int | None = None) -> str:
         parts = [
@@ -216,6 +206,8 @@ class KafkaRoles:
         if kind not in KEY_TYPES:
             raise RoleLookupError(f"unknown coordinator kind {kind!r}; known: group, transaction")
         return self._ask_brokers(
-            lambda node, timeout: find_coordinator(node.address, self.port, kind, key, timeout),
+            lambda node, timeout: self._name(
+                find_coordinator(node.address, self.port, kind, key, timeout)
+            ),
             "FindCoordinator",
         )

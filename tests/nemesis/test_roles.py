@@ -5,19 +5,23 @@ own (those get no client connection)."""
 
 from __future__ import annotations
 
+import datetime
 import socket
 import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32, i32Timedelta
 
 from broker.launcher import BrokerProcess
 from control.backends.base import Node, Remote
 from nemesis import roles as roles_module
-from nemesis.roles import ASK_NODE_S, KafkaRoles, RoleLookupError, first_answer
+from nemesis.roles import ASK_NODE_S, GRACE_S, KafkaRoles, RoleLookupError, first_answer
 
 pytestmark = [pytest.mark.broker, pytest.mark.integration]
 
@@ -69,7 +73,11 @@ def test_a_silent_broker_costs_one_timeout_not_one_each(
     """Every broker is asked at once: the nemesis, which waits for the answer
     before its next fault, is held up by silent brokers for one timeout in
     all, and the first broker in order that answers is the one believed."""
-    real = (roles_module.quorum_leader, roles_module.find_coordinator)
+    real = (
+        roles_module.quorum_leader,
+        roles_module.find_coordinator,
+        roles_module.partition_leaders,
+    )
     silent = ("127.0.0.2", "127.0.0.3")
 
     def to(address: str, port: int) -> tuple[str, int]:
@@ -79,13 +87,18 @@ def test_a_silent_broker_costs_one_timeout_not_one_each(
     monkeypatch.setattr(
         roles_module, "find_coordinator", lambda a, p, k, key, t=5.0: real[1](*to(a, p), k, key, t)
     )
+    monkeypatch.setattr(
+        roles_module, "partition_leaders", lambda a, p, t=5.0: real[2](*to(a, p), t)
+    )
     paused = [node("n1", 1, "127.0.0.2"), node("n2", 2, "127.0.0.3")]
     roles = KafkaRoles([*paused, node("n7", 7)], single_node.port)
     try:
         t0 = time.monotonic()
         assert roles.controller() == "n7"
         assert roles.coordinator("transaction", "jepka-txn-0") == "n7"
-        assert time.monotonic() - t0 < 2 * ASK_NODE_S + 1  # one timeout each, not two
+        # the lookup created the coordinator's topic, led by the one broker
+        assert roles.leader("__transaction_state", 0) == "n7"
+        assert time.monotonic() - t0 < 3 * (ASK_NODE_S + GRACE_S) + 1  # one timeout each, not two
     finally:
         roles.close()
     alone = KafkaRoles(paused, single_node.port)
@@ -93,9 +106,56 @@ def test_a_silent_broker_costs_one_timeout_not_one_each(
         t0 = time.monotonic()
         with pytest.raises(RoleLookupError, match=r"answered FindCoordinator: n1: .*; n2: "):
             alone.coordinator("group", "g")
-        assert time.monotonic() - t0 < ASK_NODE_S + 1
+        with pytest.raises(RoleLookupError, match=r"answered Metadata: n1: .*; n2: "):
+            alone.leaders()
+        assert time.monotonic() - t0 < 2 * (ASK_NODE_S + GRACE_S) + 1
     finally:
         alone.close()
+
+
+def metadata(*topics: tuple[str, int, list[int]]) -> Any:
+    """A Metadata v9 response: per topic its name, error code and partitions'
+    leaders (partition i led by the i-th id)."""
+    from kio.schema.metadata.v9 import response as md
+
+    def partition(index: int, leader: int) -> Any:
+        return md.MetadataResponsePartition(
+            error_code=ErrorCode(0), partition_index=i32(index), leader_id=BrokerId(leader)
+        )
+
+    return md.MetadataResponse(
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+        brokers=(),
+        topics=tuple(
+            md.MetadataResponseTopic(
+                error_code=ErrorCode(error),
+                name=TopicName(name),
+                partitions=tuple(partition(i, x) for i, x in enumerate(leaders)),
+            )
+            for name, error, leaders in topics
+        ),
+    )
+
+
+def test_leaders_are_of_the_partitions_that_have_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Internal topics only when named, no leaderless partition, no topic
+    answered with an error (unknown, or being deleted)."""
+    answer = metadata(
+        ("jepka-t0", 0, [2, -1]),
+        ("__consumer_offsets", 0, [1]),
+        ("gone", ErrorCode.unknown_topic_or_partition, [3]),
+    )
+    monkeypatch.setattr(roles_module, "_exchange", lambda *args: answer)
+    roles = KafkaRoles([node("n1", 1), node("n2", 2), node("n3", 3)], 9092)
+    assert roles_module.partition_leaders("127.0.0.1", 9092) == [
+        ("__consumer_offsets", 0, 1),
+        ("jepka-t0", 0, 2),
+    ]
+    assert roles.leaders() == ["n2"]
+    assert roles.leader() == "n2"
+    assert roles.leader("__consumer_offsets", 0) == "n1"
+    with pytest.raises(RoleLookupError, match="no leader known for jepka-t0 partition 1"):
+        roles.leader("jepka-t0", 1)
 
 
 def test_the_first_node_in_order_that_answers_is_believed() -> None:
