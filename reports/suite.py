@@ -3,6 +3,8 @@
 The suite runner decides what was expected and what happened; this module
 only lays it out. A flaky case (the same seed gave different verdicts across
 repeats) is its own class in both outputs, so it is never hidden by a pass.
+A case of a suite stopped before it finished is ``not-run``: skipped in the
+JUnit file, and the index says the suite was stopped.
 """
 
 from __future__ import annotations
@@ -44,7 +46,10 @@ class CaseOutcome:
 
     @property
     def status(self) -> str:
-        """``pass`` (every attempt as expected), ``fail`` (none) or ``flaky`` (some)."""
+        """``pass`` (every attempt as expected), ``fail`` (none), ``flaky``
+        (some), or ``not-run`` (no attempt: the suite was stopped first)."""
+        if not self.attempts:
+            return "not-run"
         hits = [a.verdict in self.expect for a in self.attempts]
         if hits and all(hits):
             return "pass"
@@ -52,10 +57,11 @@ class CaseOutcome:
 
 
 def suite_junit(name: str, cases: list[CaseOutcome]) -> str:
-    """One test case per suite case; a failure names the verdicts and runs, and
-    a flaky case is a failure whose message starts with ``flaky``."""
+    """One test case per suite case; a failure names the verdicts and runs, a
+    flaky case is a failure whose message starts with ``flaky``, and a case
+    not run is skipped."""
     root = ET.Element("testsuite", name=name, tests=str(len(cases)))
-    failures = 0
+    failures = skipped = 0
     for case in cases:
         tc = ET.SubElement(
             root,
@@ -66,6 +72,10 @@ def suite_junit(name: str, cases: list[CaseOutcome]) -> str:
         )
         verdicts = ", ".join(a.verdict for a in case.attempts)
         if case.status == "pass":
+            continue
+        if case.status == "not-run":
+            skipped += 1
+            ET.SubElement(tc, "skipped", message="not run: the suite was stopped before it")
             continue
         failures += 1
         msg = f"{case.status}: expected {' or '.join(case.expect)}, got {verdicts}"
@@ -78,6 +88,7 @@ def suite_junit(name: str, cases: list[CaseOutcome]) -> str:
             for i, a in enumerate(case.attempts)
         )
     root.set("failures", str(failures))
+    root.set("skipped", str(skipped))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -102,7 +113,7 @@ def suite_index(name: str, cases: list[CaseOutcome], out_dir: Path) -> str:
                 "attempts": attempts,
             }
         )
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("pass", "flaky", "fail")}
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("pass", "flaky", "fail", "not-run")}
     css = (PACKAGE / "static" / "report.css").read_text()
     return _env.get_template("suite.html.j2").render(name=name, rows=rows, counts=counts, css=css)
 

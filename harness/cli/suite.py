@@ -18,7 +18,10 @@ every attempt's verdict was expected, *fail* when none was, and *flaky* when
 the attempts disagree; flaky cases are reported as such, never retried away.
 Writes ``index.html``, ``junit.xml`` and ``suite.json`` under
 ``STORE/suites/<name>/<time>/``; exits 0 when every case passed, 1 otherwise,
-254 for a bad matrix (checked whole before anything runs).
+254 for a bad matrix (checked whole before anything runs). Stopped by Ctrl-C,
+SIGTERM or SIGHUP, it lets the running case heal and tear down, writes the
+same files with that case and those after it as not run, and exits as the
+stop asks.
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.cli import ExitCode, UsageError, describe
+
+if TYPE_CHECKING:
+    from reports.suite import CaseOutcome
 
 VERDICTS = ("valid", "invalid", "unknown", "crashed")
 VERDICT_OF: dict[Any, str] = {True: "valid", False: "invalid"}
@@ -186,28 +192,30 @@ def _attempt(name: str, settings: dict[str, Any], store: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reports.suite import CaseOutcome, suite_index, suite_junit
+    from harness.stopping import stop_signals_exit
+    from reports.suite import CaseOutcome
 
     if args.repeat < 1:
         raise UsageError(f"--repeat {args.repeat}: must be at least 1")
     name, cases = load_matrix(args.matrix)
     store = str(args.store) if args.store else None
-    outcomes = []
-    for case_name, settings, expect in cases:
-        outcome = CaseOutcome(case_name, settings, expect)
-        for i in range(args.repeat):
-            print(f"suite {name}: {case_name} ({i + 1}/{args.repeat})", flush=True)
-            outcome.attempts.append(run_case(case_name, settings, store))
-        print(f"  {outcome.status}: {', '.join(a.verdict for a in outcome.attempts)}", flush=True)
-        outcomes.append(outcome)
     root = Path(store or cases[0][1].get("store") or "store")
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    out = root / "suites" / name / stamp
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "index.html").write_text(suite_index(name, outcomes, out))
-    (out / "junit.xml").write_text(suite_junit(name, outcomes))
-    summary = [{**asdict(o), "status": o.status} for o in outcomes]
-    (out / "suite.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    outcomes: list[CaseOutcome] = []
+    # a SIGTERM between cases stops the suite as one within a case does, and
+    # one more while the outputs of a stopped suite are written is ignored
+    with stop_signals_exit():
+        try:
+            run_cases(name, cases, store, args.repeat, outcomes)
+        except (KeyboardInterrupt, SystemExit):
+            done = len(outcomes)
+            outcomes += [CaseOutcome(n, s, e) for n, s, e in cases[done:]]
+            out = write_outputs(root, name, outcomes)
+            print(
+                f"suite {name}: stopped after {done} of {len(cases)} cases\n{out / 'index.html'}",
+                flush=True,
+            )
+            raise
+    out = write_outputs(root, name, outcomes)
     bad = [o for o in outcomes if o.status != "pass"]
     print(
         f"suite {name}: {len(outcomes) - len(bad)} as expected, "
@@ -215,3 +223,39 @@ def run(args: argparse.Namespace) -> int:
         f"{sum(o.status == 'fail' for o in bad)} unexpected\n{out / 'index.html'}"
     )
     return ExitCode.INVALID if bad else ExitCode.VALID
+
+
+def run_cases(
+    name: str,
+    cases: list[tuple[str, dict[str, Any], list[str]]],
+    store: str | None,
+    repeat: int,
+    outcomes: list[CaseOutcome],
+) -> None:
+    """Runs every case ``repeat`` times, adding each case's outcome to
+    ``outcomes`` once its attempts are done, so that a suite stopped half-way
+    still reports the cases it finished."""
+    from reports.suite import CaseOutcome
+
+    for case_name, settings, expect in cases:
+        outcome = CaseOutcome(case_name, settings, expect)
+        for i in range(repeat):
+            print(f"suite {name}: {case_name} ({i + 1}/{repeat})", flush=True)
+            outcome.attempts.append(run_case(case_name, settings, store))
+        print(f"  {outcome.status}: {', '.join(a.verdict for a in outcome.attempts)}", flush=True)
+        outcomes.append(outcome)
+
+
+def write_outputs(root: Path, name: str, outcomes: list[CaseOutcome]) -> Path:
+    """Writes the index, JUnit file and summary of ``outcomes`` under
+    ``root/suites/<name>/<time>/``."""
+    from reports.suite import suite_index, suite_junit
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    out = root / "suites" / name / stamp
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "index.html").write_text(suite_index(name, outcomes, out))
+    (out / "junit.xml").write_text(suite_junit(name, outcomes))
+    summary = [{**asdict(o), "status": o.status} for o in outcomes]
+    (out / "suite.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    return out

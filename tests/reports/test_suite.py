@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harness.cli import main
+from harness.cli import ExitCode, main
+from harness.cli import suite as suite_cli
 from harness.cli.suite import load_matrix
+from harness.stopping import exit_once
 from reports.suite import Attempt, CaseOutcome, suite_index, suite_junit
 
 
@@ -74,7 +80,7 @@ def test_classification() -> None:
     assert case("valid", "valid").status == "pass"
     assert case("invalid", "crashed").status == "fail"
     assert case("invalid", "valid").status == "flaky"
-    assert case().status == "fail"  # nothing ran: nothing was as expected
+    assert case().status == "not-run"  # the suite was stopped before it
 
 
 def test_suite_outputs_name_flaky_cases(tmp_path: Path) -> None:
@@ -127,6 +133,49 @@ cases:
     junit = ET.fromstring((out / "junit.xml").read_text())
     assert junit.get("failures") == "1"
     assert "1 unexpected" in (out / "index.html").read_text()
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_a_stopped_suite_reports_the_cases_it_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: str
+) -> None:
+    """Stopped in its second case, the suite still writes its index, JUnit
+    file and summary: the first case as it ended, the other two as not run
+    (skipped), under STOPPED; and it exits as the stop asks."""
+    matrix = write(tmp_path, "name: cut\nmatrix: {seed: [1, 2, 3]}\n")
+    ran: list[str] = []
+
+    def run_case(name: str, settings: dict[str, Any], store: str | None) -> Attempt:
+        ran.append(name)
+        if len(ran) == 2 and stop == "ctrl-c":
+            raise KeyboardInterrupt  # as call_isolated raises it once the case has healed
+        if len(ran) == 2:  # between cases: no run to pass it on to
+            assert signal.getsignal(signal.SIGTERM) is exit_once  # else it ends pytest
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        return Attempt("valid", seconds=1.0)
+
+    monkeypatch.setattr(suite_cli, "run_case", run_case)
+    argv = ["suite", str(matrix), "--store", str(tmp_path / "store")]
+    if stop == "ctrl-c":
+        assert main(argv) == ExitCode.UNKNOWN
+    else:
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 128 + signal.SIGTERM
+    assert ran == ["seed=1", "seed=2"]
+    (out,) = (tmp_path / "store" / "suites" / "cut").iterdir()
+    summary = json.loads((out / "suite.json").read_text())
+    assert [(c["name"], c["status"]) for c in summary] == [
+        ("seed=1", "pass"),
+        ("seed=2", "not-run"),
+        ("seed=3", "not-run"),
+    ]
+    junit = ET.fromstring((out / "junit.xml").read_text())
+    assert (junit.get("tests"), junit.get("failures"), junit.get("skipped")) == ("3", "0", "2")
+    assert [tc.find("skipped") is not None for tc in junit.iter("testcase")] == [False, True, True]
+    page = (out / "index.html").read_text()
+    assert "STOPPED" in page and "after 1 of 3 cases; 2 not run" in page
 
 
 def test_the_nightly_matrix_resolves() -> None:
