@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.stopping import STOP_SIGNALS, signal_handled, stop_signals_exit
+from harness.stopping import STOP_SIGNALS, signal_handled, stop, stop_signals_exit
 
 #: how long the process may take to end once it has answered
 EXIT_S = 30.0
@@ -90,7 +90,7 @@ def call_isolated(
                 child.kill()
                 child.join()
     if stops:
-        raise SystemExit(128 + stops[0])
+        stop(stops[0])
     if interrupts and not (answer is not None and answer[0] and says_interrupted(answer[1])):
         raise KeyboardInterrupt
     if answer is None:

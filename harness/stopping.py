@@ -15,7 +15,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -30,7 +30,15 @@ def exit_once(signum: int, frame: Any) -> None:
     """A stop signal handler: ``SystemExit`` the first time, nothing after."""
     if _stopping:
         return
-    _stopping.append(signum)
+    stop(signum)
+
+
+def stop(signum: int) -> NoReturn:
+    """Exits as the stop signal ``signum`` asks (``SystemExit``, 128 + it),
+    marking this process as on its way out, so that ``exit_once`` ignores
+    later stop signals while a ``stop_signals_exit`` block is open."""
+    if not _stopping:
+        _stopping.append(signum)
     raise SystemExit(128 + signum)
 
 

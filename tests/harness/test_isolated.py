@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.isolated import NoAnswer, call_isolated
-from harness.stopping import exit_once
+from harness.stopping import exit_once, stop_signals_exit
 
 
 def stuck_forever(value: int) -> int:
@@ -130,6 +130,33 @@ def test_a_stop_signal_here_stops_the_run_there_and_then_this_process(
     assert healed.exists()  # its clean-up ran to the end before the answer
     assert time.monotonic() - t0 < 25  # not its 30 s of sleep
     assert signal.getsignal(signum) is signal.SIG_DFL
+
+
+def test_a_stop_passed_on_leaves_this_process_stopping(tmp_path: Path) -> None:
+    """Once the call's process has answered a stop, this one is on its way
+    out too: a stop signal more while the caller cleans up (a suite writing
+    what its finished cases gave) is ignored, as the second of any stop is."""
+    running, healed = tmp_path / "running", tmp_path / "healed"
+
+    def stop() -> None:
+        deadline = time.monotonic() + 30
+        while not running.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    timer = threading.Timer(0, stop)
+    timer.start()
+    cleaned_up = False
+    with pytest.raises(SystemExit) as stopped, stop_signals_exit():
+        try:
+            call_isolated(heals_when_stopped, str(running), str(healed), 1.0)
+        finally:
+            timer.cancel()
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)  # the handler runs here, and must not raise
+            cleaned_up = True
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert healed.exists() and cleaned_up
 
 
 def interrupted_in_setup(delay: float) -> str:
