@@ -2,7 +2,9 @@
 
 Each module listed in ``COMMAND_MODULES`` exposes ``register(subparsers)``, which
 adds its parser and sets ``run`` (a callable taking the parsed namespace and
-returning an exit code). The dispatcher owns what every subcommand shares:
+returning an exit code). A command line naming a subcommand imports that
+module alone: the others import pandas, Spark's and Docker's clients, a
+second and more before anything runs. The dispatcher owns what every subcommand shares:
 Jepsen's exit codes, and turning errors into one line instead of a traceback.
 """
 
@@ -73,7 +75,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(ExitCode.BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or of ``command`` alone when it names one."""
     parser = _Parser(prog="jepka", description=describe(__doc__))
     parser.add_argument(
         "--verbose",
@@ -82,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
-    for name in COMMAND_MODULES:
+    named = [m for m in COMMAND_MODULES if m.rsplit(".", 1)[1] == command]
+    for name in named or COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
 
@@ -90,7 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs one subcommand and returns its exit code; never lets a traceback out
     unless ``JEPKA_DEBUG`` is set."""
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    command = next((w for w in words if not w.startswith("-")), None)
+    args = build_parser(command).parse_args(words)
     level = "INFO" if args.verbose else os.environ.get("JEPKA_LOG_LEVEL", "WARNING")
     logging.basicConfig(level=level)
     if args.verbose:

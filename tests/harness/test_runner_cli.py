@@ -70,12 +70,7 @@ def _help(command: str) -> str:
 
 
 def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "test", *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_jepka("test", *argv)
 
 
 def test_bad_input_is_one_line_and_exit_254(tmp_path: Path) -> None:
@@ -154,3 +149,27 @@ def test_a_series_runs_each_seed_apart_and_ctrl_c_ends_it(
     assert "seed 2" in capsys.readouterr().err
     verdicts[4] = False  # an invalid test cut short still counts
     assert main(["test", "--seed", "1", "--test-count", "5"]) == 1
+
+
+def test_a_subcommand_named_imports_its_module_alone() -> None:
+    """`jepka broker` starts without the imports of the analysis and
+    cluster commands; a word that names no subcommand still gets every
+    subcommand listed in the error."""
+    probe = (
+        "import sys; from harness.cli import COMMAND_MODULES, build_parser; "
+        "build_parser('broker'); "
+        "print([m for m in (*COMMAND_MODULES, 'pandas', 'docker') if m in sys.modules])"
+    )
+    alone = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert alone.stdout.strip() == "['harness.cli.broker']", alone.stderr
+    unknown = run_jepka("brokr")
+    assert unknown.returncode == 254 and "invalid choice: 'brokr'" in unknown.stderr
+    assert "'test'" in unknown.stderr and "'broker'" in unknown.stderr
+
+
+def run_jepka(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *argv], capture_output=True, text=True, timeout=120
+    )
