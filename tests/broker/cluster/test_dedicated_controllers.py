@@ -66,6 +66,14 @@ def test_dedicated_controllers_and_brokers(start_cluster: Callable[..., LocalClu
     new = active_controller(cluster, exclude=old)
     assert new in controllers
     assert produce(cluster.bootstrap, "events", {p: [f"b{p}"] for p in range(3)}) == [None] * 3
+    # the new controller gives every broker a fresh session; one that takes
+    # longer than that (2 s here) to find it is fenced until it does
+    eventually(
+        lambda: sorted(metadata(cluster.bootstrap).brokers) == brokers,
+        30,
+        interval=0.2,
+        what="a broker stayed fenced after the controller failover",
+    )
     create_topic(cluster.bootstrap, "after-failover", 1, 3)  # forwarded to the new controller
 
     partition = metadata(cluster.bootstrap).topics["events"].partitions[0]
