@@ -92,6 +92,26 @@ def heals_when_stopped(running: str, healed: str, heal_s: float) -> str:
         Path(healed).touch()
 
 
+def stop_once_running(running: Path, signum: int, to_group: bool = False) -> threading.Timer:
+    """Sends ``signum`` to this process once ``running`` exists; ``to_group``:
+    as `timeout` does, to the call's process too, then here a second time."""
+
+    def stop() -> None:
+        deadline = time.monotonic() + 30
+        while not running.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for child in multiprocessing.active_children() if to_group else ():
+            os.kill(child.pid, signum)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signum)
+        if to_group:
+            time.sleep(0.2)
+            os.kill(os.getpid(), signum)
+
+    timer = threading.Timer(0, stop)
+    timer.start()
+    return timer
+
+
 @pytest.mark.parametrize(
     ("signum", "to_group"),
     [(signal.SIGTERM, False), (signal.SIGHUP, False), (signal.SIGTERM, True)],
@@ -106,20 +126,7 @@ def test_a_stop_signal_here_stops_the_run_there_and_then_this_process(
     directly and passed on, and the command may get it twice too: neither
     second one may cut the run's clean-up short."""
     running, healed = tmp_path / "running", tmp_path / "healed"
-
-    def stop() -> None:
-        deadline = time.monotonic() + 30
-        while not running.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for child in multiprocessing.active_children() if to_group else ():
-            os.kill(child.pid, signum)  # type: ignore[arg-type]
-        os.kill(os.getpid(), signum)
-        if to_group:  # as `timeout` does: the command, then its whole group
-            time.sleep(0.2)
-            os.kill(os.getpid(), signum)
-
-    timer = threading.Timer(0, stop)
-    timer.start()
+    timer = stop_once_running(running, signum, to_group)
     t0 = time.monotonic()
     try:
         with pytest.raises(SystemExit) as stopped:
@@ -137,15 +144,7 @@ def test_a_stop_passed_on_leaves_this_process_stopping(tmp_path: Path) -> None:
     out too: a stop signal more while the caller cleans up (a suite writing
     what its finished cases gave) is ignored, as the second of any stop is."""
     running, healed = tmp_path / "running", tmp_path / "healed"
-
-    def stop() -> None:
-        deadline = time.monotonic() + 30
-        while not running.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    timer = threading.Timer(0, stop)
-    timer.start()
+    timer = stop_once_running(running, signal.SIGTERM)
     cleaned_up = False
     with pytest.raises(SystemExit) as stopped, stop_signals_exit():
         try:
