@@ -82,6 +82,11 @@ def _alternate(
     return out
 
 
+def _fault_length(interval: float, length: float | None) -> float:
+    """How long a fault lasts on average: ``length``, else the interval."""
+    return interval if length is None else length
+
+
 def _merge(timelines: list[list[tuple[float, OpDict]]]) -> list[tuple[float, OpDict]]:
     tagged = [(t, i, k, op) for i, tl in enumerate(timelines) for k, (t, op) in enumerate(tl)]
     return [(round(t, 6), op) for t, _, _, op in sorted(tagged, key=lambda x: x[:3])]
@@ -98,7 +103,7 @@ def alternate(
     """Each fault flip-flops start/stop on its own staggered clock, on for
     ``length`` seconds on average (``interval`` unless given)."""
     rngs = [random.Random(f"{seed}:{f.name}") for f in faults]
-    on = interval if length is None else length
+    on = _fault_length(interval, length)
     return _merge(
         [_alternate(f, r, 0.0, duration, interval, on) for f, r in zip(faults, rngs, strict=True)]
     )
@@ -115,7 +120,7 @@ def rotate(
 ) -> list[tuple[float, OpDict]]:
     """Windows of a random subset of faults (or none, a quarter of the time)."""
     rng = random.Random(f"{seed}:rotate")
-    on = interval if length is None else length
+    on = _fault_length(interval, length)
     period = stable_period or 4 * interval
     out: list[list[tuple[float, OpDict]]] = []
     t = 0.0
@@ -150,7 +155,7 @@ def episodes(
     interval unless given), and quiet gaps of 0..interval seconds between
     episodes."""
     rng = random.Random(f"{seed}:episodes")
-    on = interval if length is None else length
+    on = _fault_length(interval, length)
     out: list[list[tuple[float, OpDict]]] = []
 
     def run(fault: Fault, start: float) -> float:
