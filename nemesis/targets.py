@@ -1,9 +1,11 @@
 """Node specs: which nodes a fault hits (Jepsen's `db-nodes`).
 
 `one`, `minority`, `majority`, `minority-third`, `all`, a random non-empty
-subset (`None`/`"random"`), Kafka roles (`leaders`, `controller`, and
-`{leader-of-key: K}`, the leader of key K's partition) asked of the live
-cluster through a `Roles` object, or explicit node names.
+subset (`None`/`"random"`), Kafka roles (`leaders`, every node leading a
+partition; `some-leaders`, a random non-empty subset of them, Jepsen's
+`:primaries`; `controller`; and `{leader-of-key: K}`, the leader of key K's
+partition) asked of the live cluster through a `Roles` object, or explicit
+node names.
 """
 
 from __future__ import annotations
@@ -45,9 +47,10 @@ class TargetError(ValueError):
     """A node spec that names no usable nodes."""
 
 
-SPECS = ("one", "minority", "majority", "minority-third", "all", "random", "leaders", "controller")
+ROLE_SPECS = ("leaders", "some-leaders", "controller")
+SPECS = ("one", "minority", "majority", "minority-third", "all", "random", *ROLE_SPECS)
 #: the specs that draw their nodes at random: a replay pins them to the nodes drawn
-RANDOM_SPECS = (None, "random", "one", "minority", "majority", "minority-third")
+RANDOM_SPECS = (None, "random", "one", "minority", "majority", "minority-third", "some-leaders")
 #: the one key of a mapping spec: the leader of a key's partition
 KEY_LEADER = "leader-of-key"
 
@@ -94,6 +97,25 @@ def pin_nodes(key: str) -> Callable[[Any, Any], Any]:
     return lambda spec, done: pin(spec, done.get(key)) if isinstance(done, Mapping) else spec
 
 
+def _nonempty_subset(names: Sequence[str], rng: random.Random) -> list[str]:
+    """A random non-empty subset of ``names`` (Jepsen's
+    `random-nonempty-subset`)."""
+    return rng.sample(names, rng.randint(1, len(names)))
+
+
+def _holders(spec: str, roles: Roles, names: Sequence[str], rng: random.Random) -> list[str]:
+    """The nodes holding a role now; for ``some-leaders``, a subset of them."""
+    if spec == "controller":
+        return [roles.controller()]
+    leaders = set(roles.leaders())
+    if spec == "leaders" or not leaders:
+        return list(leaders)
+    # a generator of its own: how much a subset draws depends on how many
+    # nodes lead now, which must not move the nodes that later faults hit
+    own = random.Random(rng.getrandbits(64))
+    return _nonempty_subset([x for x in names if x in leaders], own)
+
+
 def resolve(
     spec: NodeSpec,
     nodes: Sequence[str],
@@ -111,7 +133,7 @@ def resolve(
             raise TargetError(f"{KEY_LEADER} needs a cluster to ask who leads the key")
         return [roles.leader(*topic_partition(int(spec[KEY_LEADER])))]
     if spec is None or spec == "random":
-        chosen = rng.sample(names, rng.randint(1, n))
+        chosen = _nonempty_subset(names, rng)
     elif spec == "one":
         chosen = [rng.choice(names)]
     elif spec == "minority":
@@ -122,10 +144,10 @@ def resolve(
         chosen = rng.sample(names, max(1, math.ceil(n / 3) - 1))
     elif spec == "all":
         chosen = names
-    elif spec in ("leaders", "controller"):
+    elif spec in ROLE_SPECS:
         if roles is None:
             raise TargetError(f"node spec {spec!r} needs a cluster to ask who holds the role")
-        chosen = roles.leaders() if spec == "leaders" else [roles.controller()]
+        chosen = _holders(spec, roles, names, rng)
     else:
         chosen = spec.split(",") if isinstance(spec, str) else list(spec)
         unknown = [c for c in chosen if c not in names]

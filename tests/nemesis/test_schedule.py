@@ -75,12 +75,14 @@ def test_a_fault_lasts_its_length_and_waits_the_interval(mode: str) -> None:
 
 def test_without_a_length_every_seed_keeps_its_schedule() -> None:
     """The digest of the standard mix's schedules as drawn before faults had
-    a length of their own: a seed of a stored run still means its faults."""
+    a length of their own and before the mix hit some of the leaders where
+    it hit all of them: a seed still draws the same schedule."""
     digest = hashlib.sha256()
     for mode in ("alternate", "rotate", "episodes"):
         for seed in (1, 7, 2026):
             schedule = build("standard", seed=seed, interval=10, mode=mode).schedule(300)
-            digest.update(json.dumps(schedule, sort_keys=True).encode())
+            text = json.dumps(schedule, sort_keys=True)
+            digest.update(text.replace('"some-leaders"', '"leaders"').encode())
     assert digest.hexdigest()[:16] == "ed0db3303f703418"
 
 

@@ -54,6 +54,38 @@ def test_roles_and_explicit() -> None:
         resolve("leaders", NODES, rng)
 
 
+def test_some_leaders_are_a_random_non_empty_subset_of_the_leaders() -> None:
+    drawn = [resolve("some-leaders", NODES, random.Random(s), FixedRoles()) for s in range(40)]
+    assert {tuple(d) for d in drawn} == {("n2",), ("n5",), ("n2", "n5")}
+    with pytest.raises(TargetError, match="needs a cluster"):
+        resolve("some-leaders", NODES, random.Random(0))
+    check("some-leaders", NODES)
+
+
+class LeadingRoles(FixedRoles):
+    def __init__(self, leaders: list[str]) -> None:
+        self.leading = leaders
+
+    def leaders(self) -> list[str]:
+        return self.leading
+
+
+def test_some_leaders_of_none_hit_nothing() -> None:
+    assert resolve("some-leaders", NODES, random.Random(0), LeadingRoles([])) == []
+
+
+def test_how_many_lead_does_not_move_later_targets() -> None:
+    """Leadership depends on timing; the nodes a seed's later faults hit
+    must not."""
+    for seed in range(30):
+        later = []
+        for leading in (NODES, NODES[:4], ["n3"]):
+            rng = random.Random(seed)
+            resolve("some-leaders", NODES, rng, LeadingRoles(leading))
+            later.append((resolve("one", NODES, rng), resolve("majority", NODES, rng)))
+        assert later[0] == later[1] == later[2]
+
+
 class KeyRoles(FixedRoles):
     """Leads partition 0 of every topic from n1 and partition 1 from n3."""
 
@@ -80,6 +112,7 @@ def test_check_refuses_what_is_no_node_spec(bad: object) -> None:
 def test_pin_keeps_roles_and_pins_random_specs() -> None:
     assert pin("one", ["n2"]) == ["n2"]
     assert pin(None, ["n1", "n3"]) == ["n1", "n3"]
+    assert pin("some-leaders", ["n5"]) == ["n5"]
     assert pin("majority", []) == "majority"  # nothing hit: stays as meant
     for role in ("controller", "leaders", {KEY_LEADER: 1}, ["n4"], "all"):
         assert pin(role, ["n2"]) == role
