@@ -6,8 +6,9 @@ workload) --rounds times, round by round, each run on a seed drawn when it
 starts; appends one JSON line per run to --results, then prints the table
 of everything in that file: per bug mode how often its anomaly was found,
 the kinds seen and the median time to the first anomaly; per workload the
-correct broker's false alarms. --table only prints it; --since counts only
-the runs made after a time (such as a fix). Exits 1 when a correct-broker
+correct broker's false alarms. --table only prints it; --since and --until
+count only the runs made in a window of time (such as after a fix, or
+before a change of the fault mix). Exits 1 when a correct-broker
 run in this call was invalid, else 0.
 """
 
@@ -50,6 +51,11 @@ def register(subparsers: Any) -> None:
         help="count only runs made at or after TIME (UTC, e.g. 2026-11-26T09:30), "
         "such as those after a fix",
     )
+    p.add_argument(
+        "--until",
+        metavar="TIME",
+        help="count only runs made before TIME (UTC), such as those before a change",
+    )
     p.set_defaults(run=run)
 
 
@@ -72,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {args.rounds}")
-    since = _since(args.since)
+    since, until = _time("--since", args.since), _time("--until", args.until)
     alarms = 0
     try:
         if not args.table:
@@ -98,13 +104,21 @@ def run(args: argparse.Namespace) -> int:
                 )
         changes = {"time_limit": args.time_limit}
         judged = {i.config(changes): i.anomalies for i in load(args.suite)}
-        lines = [x for x in read_results(args.results) if since is None or utc(x["at"]) >= since]
+        lines = [
+            x
+            for x in read_results(args.results)
+            if (since is None or utc(x["at"]) >= since) and (until is None or utc(x["at"]) < until)
+        ]
         bug_rows, correct_rows = table(lines, judged)
         crashed_runs = crashes(lines, judged)
     except SpecError as e:
         raise UsageError(str(e)) from None
-    after = f", runs since {since:%Y-%m-%dT%H:%M:%S}Z" if since else ""
-    print(f"\nfrom {args.results}, the invocations of {args.suite}{after}\n")
+    window = "".join(
+        f", runs {word} {when:%Y-%m-%dT%H:%M:%S}Z"
+        for word, when in (("since", since), ("before", until))
+        if when is not None
+    )
+    print(f"\nfrom {args.results}, the invocations of {args.suite}{window}\n")
     print(markdown(bug_rows, BUG_HEADER))
     print()
     print(markdown(correct_rows, CORRECT_HEADER))
@@ -113,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.INVALID if alarms else ExitCode.VALID
 
 
-def _since(text: str | None) -> datetime | None:
-    """``--since`` in UTC (a time without an offset is taken as UTC)."""
+def _time(option: str, text: str | None) -> datetime | None:
+    """``--since`` or ``--until`` in UTC (a time without an offset is taken
+    as UTC)."""
     from harness.detect import utc
 
     if text is None:
@@ -122,4 +137,4 @@ def _since(text: str | None) -> datetime | None:
     try:
         return utc(text)
     except ValueError:
-        raise UsageError(f"--since: not a time: {text!r} (e.g. 2026-11-26T09:30)") from None
+        raise UsageError(f"{option}: not a time: {text!r} (e.g. 2026-11-26T09:30)") from None

@@ -177,7 +177,7 @@ def test_the_first_anomaly_is_its_earliest_op() -> None:
     assert first_time([{"key": 1}]) is None
 
 
-def test_since_counts_only_the_runs_made_after_it(
+def test_since_and_until_count_only_the_runs_made_between(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     results = tmp_path / "detection.jsonl"
@@ -198,6 +198,13 @@ def test_since_counts_only_the_runs_made_after_it(
     assert "| 1 of 1 |" in capsys.readouterr().out
     assert main([*table_args, "--since", "yesterday"]) == 254
     assert "--since: not a time: 'yesterday'" in capsys.readouterr().err
+    assert main([*table_args, "--until", "2026-11-26T09:30"]) == 0
+    out = capsys.readouterr().out
+    assert "| 0 of 1 |" in out and "runs before 2026-11-26T09:30:00Z" in out
+    assert main([*table_args, "--since", "2026-11-26T07:00", "--until", "2026-11-26T10:00"]) == 0
+    assert "| 0 of 1 |" in capsys.readouterr().out  # the run at 10:00 is not before it
+    assert main([*table_args, "--until", "soon"]) == 254
+    assert "--until: not a time: 'soon'" in capsys.readouterr().err
     results.write_text(json.dumps({**before, "at": "noon"}) + "\n" + json.dumps(after) + "\n")
     assert main(table_args) == 254
     assert "line 1: 'at' is not a time: 'noon'" in capsys.readouterr().err
