@@ -108,12 +108,12 @@ def _holders(spec: str, roles: Roles, names: Sequence[str], rng: random.Random) 
     if spec == "controller":
         return [roles.controller()]
     leaders = set(roles.leaders())
-    if spec == "leaders" or not leaders:
+    if spec == "leaders":
         return list(leaders)
     # a generator of its own: how much a subset draws depends on how many
     # nodes lead now, which must not move the nodes that later faults hit
     own = random.Random(rng.getrandbits(64))
-    return _nonempty_subset([x for x in names if x in leaders], own)
+    return _nonempty_subset([x for x in names if x in leaders], own) if leaders else []
 
 
 def resolve(

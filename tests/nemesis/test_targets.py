@@ -79,11 +79,11 @@ def test_how_many_lead_does_not_move_later_targets() -> None:
     must not."""
     for seed in range(30):
         later = []
-        for leading in (NODES, NODES[:4], ["n3"]):
+        for leading in (NODES, NODES[:4], ["n3"], []):
             rng = random.Random(seed)
             resolve("some-leaders", NODES, rng, LeadingRoles(leading))
             later.append((resolve("one", NODES, rng), resolve("majority", NODES, rng)))
-        assert later[0] == later[1] == later[2]
+        assert later[0] == later[1] == later[2] == later[3]
 
 
 class KeyRoles(FixedRoles):
