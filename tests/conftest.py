@@ -11,6 +11,11 @@ time is spent waiting on brokers and timers, not computing. Tests that build
 clusters of network namespaces or containers (``netns``, ``docker``) share
 one worker and run one after another, so no two fault schedules compete.
 
+Each worker draws the loopback ports of its local brokers from a share of
+``PORT_RANGE`` of its own: a port is checked free when drawn and bound by
+the broker a moment later, and two workers drawing the same port in that
+moment collided ("address already in use").
+
 Property and fuzz tests draw the same examples on every run (hypothesis
 derandomized, no example database), so they cannot fail at random; the
 long randomized fuzzing is `make acceptance`'s broker campaign.
@@ -25,7 +30,9 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
+from broker.replication import local_cluster
 from tests.client_threads import Snapshot, client_threads, describe, left_after
+from tests.ports import ALL_PORTS, worker_share
 from workloads.handles import Clients
 
 settings.register_profile("deterministic", derandomize=True, database=None)
@@ -34,6 +41,14 @@ settings.load_profile("deterministic")
 GRACE_S = 2.0  # for handles still being destroyed when the test returns
 EXIT_STATUS = pytest.StashKey[int]()
 SERIAL_MARKERS = ("netns", "docker")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return
+    workers = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    local_cluster.PORT_RANGE = worker_share(ALL_PORTS, worker, workers)
 
 
 @pytest.hookimpl(tryfirst=True)
