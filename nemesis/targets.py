@@ -107,12 +107,13 @@ def _holders(spec: str, roles: Roles, names: Sequence[str], rng: random.Random) 
     """The nodes holding a role now; for ``some-leaders``, a subset of them."""
     if spec == "controller":
         return [roles.controller()]
-    leaders = set(roles.leaders())
     if spec == "leaders":
-        return list(leaders)
-    # a generator of its own: how much a subset draws depends on how many
-    # nodes lead now, which must not move the nodes that later faults hit
+        return roles.leaders()
+    # a generator of its own, drawn before the lookup (which may fail): how
+    # much a subset draws depends on how many nodes lead now, which must not
+    # move the nodes that later faults hit
     own = random.Random(rng.getrandbits(64))
+    leaders = set(roles.leaders())
     return _nonempty_subset([x for x in names if x in leaders], own) if leaders else []
 
 
