@@ -20,17 +20,17 @@ import statistics
 import sys
 from pathlib import Path
 
+from harness.store import HISTORY, TEST_JSON
 from nemesis.grudge import majority
 from reports.pairs import load_pairs
 from reports.timeline import fault_nodes
 
 STEP_S = 0.5
-HISTORY = "history.jsonl"
 
 
 def shares(run: Path) -> tuple[float, float, float]:
     """(majority down, any node down, no fault) as shares of the main phase."""
-    config = json.loads((run / "test.json").read_text())
+    config = json.loads((run / TEST_JSON).read_text())
     limit = float(config["spec"]["time_limit"])
     nodes = len(config["nodes"])
     _, faults, _ = load_pairs(run / HISTORY)
@@ -56,7 +56,7 @@ def main() -> None:
     for pattern in args.groups:
         # a test's `latest` link names one of its runs again
         runs = [Path(p) for p in sorted(glob.glob(pattern)) if Path(p).name != "latest"]
-        got = [shares(r) for r in runs if all((r / f).exists() for f in ("test.json", HISTORY))]
+        got = [shares(r) for r in runs if all((r / f).exists() for f in (TEST_JSON, HISTORY))]
         if not got:
             print(f"{pattern}: no run folders", file=sys.stderr)
             continue
