@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {args.rounds}")
     since, until = _time("--since", args.since), _time("--until", args.until)
+    if since is not None and until is not None and since >= until:
+        raise UsageError(f"--since {args.since} is not before --until {args.until}")
     alarms = 0
     try:
         if not args.table:

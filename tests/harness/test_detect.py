@@ -205,6 +205,9 @@ def test_since_and_until_count_only_the_runs_made_between(
     assert "| 0 of 1 |" in capsys.readouterr().out  # the run at 10:00 is not before it
     assert main([*table_args, "--until", "soon"]) == 254
     assert "--until: not a time: 'soon'" in capsys.readouterr().err
+    assert main([*table_args, "--since", "2026-11-26T10:00", "--until", "2026-11-26T09:30"]) == 254
+    err = capsys.readouterr().err
+    assert "--since 2026-11-26T10:00 is not before --until 2026-11-26T09:30" in err
     results.write_text(json.dumps({**before, "at": "noon"}) + "\n" + json.dumps(after) + "\n")
     assert main(table_args) == 254
     assert "line 1: 'at' is not a time: 'noon'" in capsys.readouterr().err
