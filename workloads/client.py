@@ -232,6 +232,10 @@ class QueueClient:
                 else:
                     results.append(["poll", self._poll(op)])
             if op.get("abort"):
+                # as Jepsen's client, which waits for each send: the records
+                # reach the log, so the abort leaves something to hide (the
+                # abort itself waits out any send still in flight)
+                self.producer.flush(self.config.op_timeout_s)
                 raise IntentionalAbort()
             self._commit_with_offsets(_merged_polls(results))
         except IntentionalAbort:

@@ -361,6 +361,16 @@ def near_hanging_transaction(h: History, k: int, p: int) -> None:
         h.txn(r, [poll({k: [(3, 2)]})], ends={str(k): [4, 4]}, txn_timeout_ms=1000)
 
 
+def an_aborted_send_in_the_log(h: History, k: int, p: int) -> None:
+    """A transaction aborted after its send reached the log: the record keeps
+    its offset (2; 1 and 3 hold the markers), read_committed readers pass
+    over it, and it is neither lost nor unseen nor a skip."""
+    h.txn(p, [send(k, 1, 0)])
+    h.txn(p, [send(k, 7, 2)], "fail")
+    h.txn(p, [send(k, 3, 4)])
+    _drain(h, p + 1, k, [(0, 1), (4, 3)])
+
+
 def _stuck(h: History, ps: list[int], k: int, end: int, high: int, every_s: float, n: int):
     """``n`` rounds of final reads ``every_s`` apart, by consumers whose
     fetches stopped: each reports the same end again."""

@@ -21,6 +21,7 @@ NEAR = {
     "subscribed-poll-skip": scenarios.subscribed_poll_skip,
     "logged-offset-reset": scenarios.logged_offset_reset,
     "offset-reset-on-a-failed-op": scenarios.offset_reset_on_a_failed_op,
+    "an-aborted-send-in-the-log": scenarios.an_aborted_send_in_the_log,
     "a-consumer-stuck-at-an-open-transaction": scenarios.a_consumer_stuck_at_an_open_transaction,
     "two-consumers-stuck-while-a-third-reads-on": (
         scenarios.two_consumers_stuck_while_a_third_reads_on
@@ -81,7 +82,7 @@ def test_anomaly_history_is_invalid(anomalies) -> None:
     assert result["stats"]["anomaly_counts"]["poll-skip"] == 3
 
 
-@pytest.mark.parametrize("name", list(scenarios.NEAR_MISSES))
+@pytest.mark.parametrize("name", [*scenarios.NEAR_MISSES, "an-aborted-send-in-the-log"])
 def test_near_miss_is_not_flagged(near_misses, name: str) -> None:
     result, keys = near_misses
     k = keys[name]
