@@ -378,12 +378,14 @@ class RaftClient:
 
     def _handle_pre_vote(self, request: VoteRequest) -> VoteResponse:
         """Would we vote for this candidate in the next epoch? Answered without changing
-        any state; refused while we still hear from a leader (leader stickiness)."""
+        any state; refused while we still hear from a leader (leader stickiness), which
+        a follower does only once it has fetched from it (Kafka's ``canGrantVote``)."""
         if request.candidate_epoch <= self.epoch:  # the candidate is behind us
             return VoteResponse(self._epoch_error(request.candidate_epoch), *self._who(), False)
         state = self.quorum.state
         leader_alive = isinstance(state, LeaderState) or (
             isinstance(state, FollowerState)
+            and state.fetched_from_leader
             and not state.leader_resigned
             and self.clock.now_ms() < state.fetch_deadline
         )
@@ -480,7 +482,7 @@ class RaftClient:
         if response.error_code is not ErrorCode.none:
             state.next_fetch_ms = now + self.config.fetch_interval_ms
             return
-        state.fetch_deadline = self._fetch_deadline()
+        self._heard_from_leader(state)
         more = replication.apply_fetch_response(self.log, state, request, response)
         state.next_fetch_ms = now if more else now + self.config.fetch_interval_ms
 
@@ -491,8 +493,12 @@ class RaftClient:
             state.snapshot_id = None  # the leader moved on: start again with a fetch
             state.next_fetch_ms = self.clock.now_ms() + self.config.fetch_interval_ms
             return
-        state.fetch_deadline = self._fetch_deadline()
+        self._heard_from_leader(state)
         replication.apply_snapshot_chunk(self.log, state, response)
+
+    def _heard_from_leader(self, state: FollowerState) -> None:
+        state.fetch_deadline = self._fetch_deadline()
+        state.fetched_from_leader = True
 
     # -- transitions ---------------------------------------------------------------------
     def _observe(self, epoch: int, leader_id: int | None) -> bool:

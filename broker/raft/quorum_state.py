@@ -211,6 +211,9 @@ class FollowerState:
     snapshot_id: OffsetAndEpoch | None = None
     snapshot_buffer: bytearray = field(default_factory=bytearray)
     leader_resigned: bool = False
+    #: whether the leader answered a fetch since this node began following it
+    #: (Kafka's ``hasFetchedFromLeader``): until then it may be gone already
+    fetched_from_leader: bool = False
     role = Role.FOLLOWER
 
     def update_high_watermark(self, leader_hw: int | None, end_offset: int) -> bool:

@@ -1,5 +1,6 @@
 """Targeted Raft client behaviours on the simulated network: snapshot transfer to a
-follower behind the log start, graceful resignation, restart of a whole cluster."""
+follower behind the log start, graceful resignation, restart of a whole cluster,
+votes and pre-votes, the election after a leader's crash."""
 
 from __future__ import annotations
 
@@ -7,15 +8,23 @@ import random
 from pathlib import Path
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from broker.raft.client import NotLeaderError, RaftClient
 from broker.raft.entries import EntryKind
 from broker.raft.file_log import FileLog
 from broker.raft.file_quorum_store import FileQuorumStateStore
-from broker.raft.messages import Envelope, VoteRequest, VoteResponse
+from broker.raft.messages import (
+    BeginQuorumEpochRequest,
+    Envelope,
+    FetchRequest,
+    FetchResponse,
+    VoteRequest,
+    VoteResponse,
+)
 from broker.raft.quorum_state import Role
 from broker.raft.replication import MAX_ENTRIES_PER_FETCH
-from broker.raft.simulation import SimCluster, VirtualClock
+from broker.raft.simulation import TICK_MS, SimCluster, VirtualClock
 from tests.broker.raft.test_simulation import wait_for_convergence
 
 
@@ -191,3 +200,63 @@ def test_votes_go_only_to_candidates_with_a_log_at_least_as_long(
     assert not ask(3, 0, 5)  # longer, but of an older epoch
     assert ask(4, 1, 3)  # as long
     assert ask(5, 2, 1) is True  # a newer last epoch wins even if shorter
+
+
+def test_survivors_of_a_dead_leader_elect_one_of_them_promptly() -> None:
+    """Each of two survivors refused the other's pre-vote while it still
+    followed the dead leader, and a prospective that lost went back to
+    following it for a fetch timeout: with unequal logs the two could take
+    turns for a minute. A follower that has not fetched since it began
+    following grants pre-votes (Kafka's ``hasFetchedFromLeader``)."""
+    config = SimCluster(3, 1).config
+    bound = config.fetch_timeout_ms + 4 * config.election_timeout_ms
+    slow: dict[int, int] = {}
+    for seed in range(1, 301):
+        cluster = SimCluster(3, seed)
+        wait_for_convergence(cluster)
+        leader = cluster.leader()
+        assert leader is not None
+        behind = min(cluster.ids - {leader.node_id})
+        cluster.network.blocked.add((leader.node_id, behind))  # its log falls behind
+        for _ in range(20):
+            cluster.append_value()
+            cluster.step()
+        cluster.run_for(100)
+        cluster.crash(leader.node_id)
+        cluster.network.heal()
+        elapsed = 0
+        while cluster.leader() is None and elapsed <= bound:
+            cluster.step()
+            elapsed += TICK_MS
+        if elapsed > bound:
+            slow[seed] = elapsed
+    assert not slow, f"no leader within {bound} ms of the leader's crash for seeds {slow}"
+
+
+def test_a_follower_that_has_not_fetched_yet_grants_pre_votes(tmp_path: Path) -> None:
+    outbox = Outbox()
+    clock = VirtualClock()
+    client = RaftClient(
+        1,
+        frozenset({1, 2, 3}),
+        FileLog(tmp_path / "log"),
+        FileQuorumStateStore(tmp_path / "quorum-state"),
+        outbox,
+        clock,
+        random.Random(1),
+    )
+    client.start()
+    client.handle(Envelope(3, 1, 1, BeginQuorumEpochRequest(3, 1)))  # 3 leads epoch 1
+    assert client.role is Role.FOLLOWER
+
+    def pre_vote_granted() -> bool:
+        client.handle(Envelope(2, 1, 2, VoteRequest(2, 2, 0, 0, pre_vote=True)))
+        body = outbox.sent[-1].body
+        assert isinstance(body, VoteResponse)
+        return body.vote_granted
+
+    assert pre_vote_granted(), "no fetch answered yet: the leader may be gone"
+    client.poll()  # sends the first fetch
+    fetch = next(e for e in reversed(outbox.sent) if isinstance(e.body, FetchRequest))
+    client.handle(Envelope(3, 1, fetch.correlation_id, FetchResponse(ErrorCode.none, 3, 1)))
+    assert not pre_vote_granted(), "the leader answered: it is alive"
