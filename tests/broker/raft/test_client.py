@@ -122,35 +122,45 @@ class Outbox:
         self.sent.append(envelope)
 
 
+def lone_voter(
+    tmp_path: Path, clock: VirtualClock | None = None, log: FileLog | None = None
+) -> tuple[RaftClient, Outbox]:
+    """Voter 1 of {1, 2, 3} over files in ``tmp_path``, started; what it sends
+    stays in the outbox (the test answers for the others)."""
+    outbox = Outbox()
+    client = RaftClient(
+        1,
+        frozenset({1, 2, 3}),
+        log or FileLog(tmp_path / "log"),
+        FileQuorumStateStore(tmp_path / "quorum-state"),
+        outbox,
+        clock or VirtualClock(),
+        random.Random(1),
+    )
+    client.start()
+    return client, outbox
+
+
+def vote_granted(client: RaftClient, outbox: Outbox, request: VoteRequest) -> bool:
+    """Whether ``client`` grants ``request`` (a vote or a pre-vote)."""
+    source = request.candidate_id
+    client.handle(Envelope(source, client.node_id, request.candidate_epoch, request))
+    body = outbox.sent[-1].body
+    assert isinstance(body, VoteResponse)
+    return body.vote_granted
+
+
 def test_a_restarted_voter_never_votes_twice_in_one_epoch(tmp_path: Path) -> None:
     clock = VirtualClock()
-    voters = frozenset({1, 2, 3})
-
-    def boot() -> tuple[RaftClient, Outbox]:
-        outbox = Outbox()
-        client = RaftClient(
-            1,
-            voters,
-            FileLog(tmp_path / "log"),
-            FileQuorumStateStore(tmp_path / "quorum-state"),
-            outbox,
-            clock,
-            random.Random(1),
-        )
-        client.start()
-        return client, outbox
 
     def ask(client: RaftClient, outbox: Outbox, candidate: int) -> bool:
-        client.handle(Envelope(candidate, 1, candidate, VoteRequest(5, candidate, 0, 0)))
-        body = outbox.sent[-1].body
-        assert isinstance(body, VoteResponse)
-        return body.vote_granted
+        return vote_granted(client, outbox, VoteRequest(5, candidate, 0, 0))
 
-    client, outbox = boot()
+    client, outbox = lone_voter(tmp_path, clock)
     assert ask(client, outbox, 2)
     assert ask(client, outbox, 2), "the same candidate may ask again"
     assert not ask(client, outbox, 3)
-    client, outbox = boot()  # crash and restart: the vote was persisted
+    client, outbox = lone_voter(tmp_path, clock)  # crash and restart: the vote was persisted
     assert client.role is Role.VOTED
     assert not ask(client, outbox, 3)
     assert ask(client, outbox, 2)
@@ -180,21 +190,13 @@ def test_a_returning_isolated_follower_does_not_depose_the_leader() -> None:
 def test_votes_go_only_to_candidates_with_a_log_at_least_as_long(
     tmp_path: Path, pre_vote: bool
 ) -> None:
-    outbox = Outbox()
     log = FileLog(tmp_path / "log")
     log.append_as_leader([b"a", b"b", b"c"], 1, EntryKind.DATA)
-    store = FileQuorumStateStore(tmp_path / "quorum-state")
-    client = RaftClient(
-        1, frozenset({1, 2, 3}), log, store, outbox, VirtualClock(), random.Random(1)
-    )
-    client.start()
+    client, outbox = lone_voter(tmp_path, log=log)
 
     def ask(epoch: int, last_epoch: int, last_offset: int) -> bool:
         request = VoteRequest(epoch, 2, last_epoch, last_offset, pre_vote=pre_vote)
-        client.handle(Envelope(2, 1, epoch, request))
-        body = outbox.sent[-1].body
-        assert isinstance(body, VoteResponse)
-        return body.vote_granted
+        return vote_granted(client, outbox, request)
 
     assert not ask(2, 1, 2)  # shorter log in the same epoch
     assert not ask(3, 0, 5)  # longer, but of an older epoch
@@ -234,26 +236,12 @@ def test_survivors_of_a_dead_leader_elect_one_of_them_promptly() -> None:
 
 
 def test_a_follower_that_has_not_fetched_yet_grants_pre_votes(tmp_path: Path) -> None:
-    outbox = Outbox()
-    clock = VirtualClock()
-    client = RaftClient(
-        1,
-        frozenset({1, 2, 3}),
-        FileLog(tmp_path / "log"),
-        FileQuorumStateStore(tmp_path / "quorum-state"),
-        outbox,
-        clock,
-        random.Random(1),
-    )
-    client.start()
+    client, outbox = lone_voter(tmp_path)
     client.handle(Envelope(3, 1, 1, BeginQuorumEpochRequest(3, 1)))  # 3 leads epoch 1
     assert client.role is Role.FOLLOWER
 
     def pre_vote_granted() -> bool:
-        client.handle(Envelope(2, 1, 2, VoteRequest(2, 2, 0, 0, pre_vote=True)))
-        body = outbox.sent[-1].body
-        assert isinstance(body, VoteResponse)
-        return body.vote_granted
+        return vote_granted(client, outbox, VoteRequest(2, 2, 0, 0, pre_vote=True))
 
     assert pre_vote_granted(), "no fetch answered yet: the leader may be gone"
     client.poll()  # sends the first fetch
