@@ -22,7 +22,7 @@ SMALL_INTERNAL_TOPICS = [
 #: a killed node's partitions move 1.5 s after its connections close, not
 #: after its whole session (the broker's default, as Kafka)
 FAST_FAILOVER = ["broker.session.disconnect.grace.ms=1500"]
-#: how much of each node's broker.log a failing test's report shows
+#: how many lines of each node's broker.log and stderr a failing test's report shows
 LOG_TAIL_LINES = 40
 CLUSTERS = pytest.StashKey[list[LocalCluster]]()
 
