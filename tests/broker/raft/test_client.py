@@ -11,7 +11,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.raft.client import NotLeaderError, RaftClient
-from broker.raft.entries import EntryKind
+from broker.raft.entries import EntryKind, OffsetAndEpoch
 from broker.raft.file_log import FileLog
 from broker.raft.file_quorum_store import FileQuorumStateStore
 from broker.raft.messages import (
@@ -19,10 +19,12 @@ from broker.raft.messages import (
     Envelope,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     VoteRequest,
     VoteResponse,
 )
-from broker.raft.quorum_state import Role
+from broker.raft.quorum_state import FollowerState, Role
 from broker.raft.replication import MAX_ENTRIES_PER_FETCH
 from broker.raft.simulation import TICK_MS, SimCluster, VirtualClock
 from tests.broker.raft.test_simulation import wait_for_convergence
@@ -248,3 +250,36 @@ def test_a_follower_that_has_not_fetched_yet_grants_pre_votes(tmp_path: Path) ->
     fetch = next(e for e in reversed(outbox.sent) if isinstance(e.body, FetchRequest))
     client.handle(Envelope(3, 1, fetch.correlation_id, FetchResponse(ErrorCode.none, 3, 1)))
     assert not pre_vote_granted(), "the leader answered: it is alive"
+
+
+@pytest.mark.parametrize(
+    ("error", "heard"),
+    [(ErrorCode.snapshot_not_found, True), (ErrorCode.not_leader_or_follower, False)],
+)
+def test_a_leader_without_the_snapshot_asked_for_is_still_heard_from(
+    tmp_path: Path, error: ErrorCode, heard: bool
+) -> None:
+    """Kafka's follower takes SNAPSHOT_NOT_FOUND (the leader deleted the snapshot
+    it was fetching, for a newer one) as an answer from a live leader: it starts
+    over with a fetch and does not stand for election on that leader's account.
+    Another error is no sign of a live leader."""
+    clock = VirtualClock()
+    client, outbox = lone_voter(tmp_path, clock)
+    client.handle(Envelope(3, 1, 1, BeginQuorumEpochRequest(3, 1)))  # 3 leads epoch 1
+
+    def answer(request_type: type, response: object) -> None:
+        client.poll()
+        sent = next(e for e in reversed(outbox.sent) if isinstance(e.body, request_type))
+        client.handle(Envelope(3, 1, sent.correlation_id, response))
+
+    answer(FetchRequest, FetchResponse(ErrorCode.none, 3, 1, snapshot_id=OffsetAndEpoch(1, 50)))
+    state = client.quorum.state
+    assert isinstance(state, FollowerState)
+    deadline = state.fetch_deadline
+    clock.now = deadline - 100
+    answer(FetchSnapshotRequest, FetchSnapshotResponse(error, 3, 1))
+    clock.now = deadline + 1
+    client.poll()
+    assert (client.role is Role.FOLLOWER) is heard
+    if heard:
+        assert not vote_granted(client, outbox, VoteRequest(2, 2, 0, 0, pre_vote=True))
