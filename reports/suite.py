@@ -3,8 +3,10 @@
 The suite runner decides what was expected and what happened; this module
 only lays it out. A flaky case (the same seed gave different verdicts across
 repeats) is its own class in both outputs, so it is never hidden by a pass.
-A case of a suite stopped before it finished is ``not-run``: skipped in the
-JUnit file, and the index says the suite was stopped.
+A case of a suite stopped before it began is ``not-run``, and one stopped
+between its repeats, all of them as expected so far, is ``stopped``: both
+skipped in the JUnit file (the latter with the attempts it ran), and the
+index says the suite was stopped.
 """
 
 from __future__ import annotations
@@ -43,17 +45,31 @@ class CaseOutcome:
     settings: dict[str, Any]
     expect: list[str]
     attempts: list[Attempt] = field(default_factory=list)
+    #: the attempts asked for (``--repeat``)
+    repeat: int = 1
 
     @property
     def status(self) -> str:
         """``pass`` (every attempt as expected), ``fail`` (none), ``flaky``
-        (some), or ``not-run`` (no attempt: the suite was stopped first)."""
+        (some), ``not-run`` (no attempt: the suite was stopped first), or
+        ``stopped`` (every attempt as expected, but the suite was stopped
+        before the last: an unexpected verdict is reported however few ran)."""
         if not self.attempts:
             return "not-run"
         hits = [a.verdict in self.expect for a in self.attempts]
-        if hits and all(hits):
-            return "pass"
+        if all(hits):
+            return "pass" if len(hits) >= self.repeat else "stopped"
         return "flaky" if any(hits) else "fail"
+
+
+def finished(cases: list[CaseOutcome]) -> int:
+    """The cases that ran every attempt asked for (fewer: the suite was stopped)."""
+    return sum(len(case.attempts) >= case.repeat for case in cases)
+
+
+def _cut_short(case: CaseOutcome) -> bool:
+    """Stopped between its repeats, whatever its attempts said."""
+    return 0 < len(case.attempts) < case.repeat
 
 
 def suite_junit(name: str, cases: list[CaseOutcome]) -> str:
@@ -77,8 +93,18 @@ def suite_junit(name: str, cases: list[CaseOutcome]) -> str:
             skipped += 1
             ET.SubElement(tc, "skipped", message="not run: the suite was stopped before it")
             continue
+        if case.status == "stopped":
+            skipped += 1
+            ET.SubElement(
+                tc,
+                "skipped",
+                message=f"stopped after {len(case.attempts)} of {case.repeat} attempts: {verdicts}",
+            )
+            continue
         failures += 1
         msg = f"{case.status}: expected {' or '.join(case.expect)}, got {verdicts}"
+        if _cut_short(case):
+            msg += f" (stopped after {len(case.attempts)} of {case.repeat} attempts)"
         fail = ET.SubElement(tc, "failure", message=msg, type=case.status)
         fail.text = "\n".join(
             f"attempt {i + 1}: {a.verdict}"
@@ -113,9 +139,17 @@ def suite_index(name: str, cases: list[CaseOutcome], out_dir: Path) -> str:
                 "attempts": attempts,
             }
         )
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("pass", "flaky", "fail", "not-run")}
+    statuses = ("pass", "flaky", "fail", "stopped", "not-run")
+    counts = {s: sum(r["status"] == s for r in rows) for s in statuses}
     css = (PACKAGE / "static" / "report.css").read_text()
-    return _env.get_template("suite.html.j2").render(name=name, rows=rows, counts=counts, css=css)
+    return _env.get_template("suite.html.j2").render(
+        name=name,
+        rows=rows,
+        counts=counts,
+        finished=finished(cases),
+        cut_short=sum(_cut_short(case) for case in cases),
+        css=css,
+    )
 
 
 def _relative(target: Path, base: Path) -> str:

@@ -20,7 +20,8 @@ Writes ``index.html``, ``junit.xml`` and ``suite.json`` under
 ``STORE/suites/<name>/<time>/``; exits 0 when every case passed, 1 otherwise,
 254 for a bad matrix (checked whole before anything runs). Stopped by Ctrl-C,
 SIGTERM or SIGHUP, it lets the running case heal and tear down, writes the
-same files with that case and those after it as not run, and exits as the
+same files with that case and those after it as not run (a case stopped
+between its repeats as stopped, with the attempts it ran), and exits as the
 stop asks.
 """
 
@@ -193,7 +194,7 @@ def _attempt(name: str, settings: dict[str, Any], store: str | None) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from harness.stopping import stop_signals_exit
-    from reports.suite import CaseOutcome
+    from reports.suite import CaseOutcome, finished
 
     if args.repeat < 1:
         raise UsageError(f"--repeat {args.repeat}: must be at least 1")
@@ -207,11 +208,13 @@ def run(args: argparse.Namespace) -> int:
         try:
             run_cases(name, cases, store, args.repeat, outcomes)
         except (KeyboardInterrupt, SystemExit):
-            done = len(outcomes)
-            outcomes += [CaseOutcome(n, s, e) for n, s, e in cases[done:]]
+            outcomes += [
+                CaseOutcome(n, s, e, repeat=args.repeat) for n, s, e in cases[len(outcomes) :]
+            ]
             out = write_outputs(root, name, outcomes)
             print(
-                f"suite {name}: stopped after {done} of {len(cases)} cases\n{out / 'index.html'}",
+                f"suite {name}: stopped after {finished(outcomes)} of {len(cases)} cases\n"
+                f"{out / 'index.html'}",
                 flush=True,
             )
             raise
@@ -233,17 +236,17 @@ def run_cases(
     outcomes: list[CaseOutcome],
 ) -> None:
     """Runs every case ``repeat`` times, adding each case's outcome to
-    ``outcomes`` once its attempts are done, so that a suite stopped half-way
-    still reports the cases it finished."""
+    ``outcomes`` before its first attempt, so that a suite stopped half-way
+    still reports every attempt that ran."""
     from reports.suite import CaseOutcome
 
     for case_name, settings, expect in cases:
-        outcome = CaseOutcome(case_name, settings, expect)
+        outcome = CaseOutcome(case_name, settings, expect, repeat=repeat)
+        outcomes.append(outcome)
         for i in range(repeat):
             print(f"suite {name}: {case_name} ({i + 1}/{repeat})", flush=True)
             outcome.attempts.append(run_case(case_name, settings, store))
         print(f"  {outcome.status}: {', '.join(a.verdict for a in outcome.attempts)}", flush=True)
-        outcomes.append(outcome)
 
 
 def write_outputs(root: Path, name: str, outcomes: list[CaseOutcome]) -> Path:

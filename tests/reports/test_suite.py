@@ -81,6 +81,11 @@ def test_classification() -> None:
     assert case("invalid", "crashed").status == "fail"
     assert case("invalid", "valid").status == "flaky"
     assert case().status == "not-run"  # the suite was stopped before it
+    stopped = case("valid")
+    stopped.repeat = 3
+    assert stopped.status == "stopped"  # before its second attempt
+    stopped.attempts.append(Attempt("invalid"))
+    assert stopped.status == "flaky"  # however few attempts ran
 
 
 def test_suite_outputs_name_flaky_cases(tmp_path: Path) -> None:
@@ -176,6 +181,62 @@ def test_a_stopped_suite_reports_the_cases_it_finished(
     assert [tc.find("skipped") is not None for tc in junit.iter("testcase")] == [False, True, True]
     page = (out / "index.html").read_text()
     assert "STOPPED" in page and "after 1 of 3 cases; 2 not run" in page
+
+
+def test_a_suite_stopped_between_repeats_keeps_the_attempts_that_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped in a case's second attempt, the suite reports the first attempt
+    (its run linked) under ``stopped``, skipped in the JUnit file, not as a
+    case that never ran."""
+    matrix = write(tmp_path, "name: cut\nmatrix: {seed: [1, 2]}\n")
+    run = tmp_path / "store" / "queue-none" / "t1"
+    run.mkdir(parents=True)
+    ran: list[str] = []
+
+    def run_case(name: str, settings: dict[str, Any], store: str | None) -> Attempt:
+        ran.append(name)
+        if len(ran) == 2:
+            raise KeyboardInterrupt  # as call_isolated raises it once the case has healed
+        return Attempt("valid", str(run), seconds=1.0)
+
+    monkeypatch.setattr(suite_cli, "run_case", run_case)
+    argv = ["suite", str(matrix), "--repeat", "2", "--store", str(tmp_path / "store")]
+    assert main(argv) == ExitCode.UNKNOWN
+    assert ran == ["seed=1", "seed=1"]
+    (out,) = (tmp_path / "store" / "suites" / "cut").iterdir()
+    summary = json.loads((out / "suite.json").read_text())
+    assert [(c["name"], c["status"], len(c["attempts"])) for c in summary] == [
+        ("seed=1", "stopped", 1),
+        ("seed=2", "not-run", 0),
+    ]
+    junit = ET.fromstring((out / "junit.xml").read_text())
+    assert (junit.get("failures"), junit.get("skipped")) == ("0", "2")
+    skipped = junit.find("testcase[@name='seed=1']/skipped")
+    assert skipped is not None
+    assert skipped.get("message") == "stopped after 1 of 2 attempts: valid"
+    page = (out / "index.html").read_text()
+    assert "after 0 of 2 cases; 1 stopped between its repeats; 1 not run." in page
+    assert 'href="../../../queue-none/t1/report.html"' in page
+
+
+def test_a_case_cut_short_with_an_unexpected_verdict_says_the_suite_stopped(
+    tmp_path: Path,
+) -> None:
+    """An unexpected verdict in the last case's first attempt is reported as a
+    failure, and the suite as stopped, not as one that ran every attempt."""
+    cases = [
+        CaseOutcome("a", {}, ["valid"], [Attempt("valid"), Attempt("valid")], repeat=2),
+        CaseOutcome("b", {}, ["valid"], [Attempt("invalid")], repeat=2),
+    ]
+    assert [c.status for c in cases] == ["pass", "fail"]
+    page = suite_index("s", cases, tmp_path)
+    assert "STOPPED" in page and "after 1 of 2 cases; 1 stopped between its repeats." in page
+    fail = ET.fromstring(suite_junit("s", cases)).find("testcase[@name='b']/failure")
+    assert fail is not None
+    assert fail.get("message") == (
+        "fail: expected valid, got invalid (stopped after 1 of 2 attempts)"
+    )
 
 
 def test_the_nightly_matrix_resolves() -> None:
