@@ -489,16 +489,13 @@ class RaftClient:
     def _handle_fetch_snapshot_response(
         self, state: FollowerState, response: FetchSnapshotResponse
     ) -> None:
-        if response.error_code is ErrorCode.snapshot_not_found:
-            # a live leader that has deleted the snapshot for a newer one: start
-            # again with a fetch (Kafka counts this answer as a successful fetch)
-            state.snapshot_id = None
-            state.next_fetch_ms = self.clock.now_ms() + self.config.fetch_interval_ms
-            self._heard_from_leader(state)
-            return
         if not replication.snapshot_chunk_fits(state, response):
             state.snapshot_id = None  # the leader moved on: start again with a fetch
             state.next_fetch_ms = self.clock.now_ms() + self.config.fetch_interval_ms
+            if response.error_code is ErrorCode.snapshot_not_found:
+                # a live leader that deleted the snapshot for a newer one (Kafka
+                # counts this answer as a successful fetch)
+                self._heard_from_leader(state)
             return
         self._heard_from_leader(state)
         replication.apply_snapshot_chunk(self.log, state, response)
