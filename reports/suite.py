@@ -72,6 +72,10 @@ def _cut_short(case: CaseOutcome) -> bool:
     return 0 < len(case.attempts) < case.repeat
 
 
+def _how_far(case: CaseOutcome) -> str:
+    return f"stopped after {len(case.attempts)} of {case.repeat} attempts"
+
+
 def suite_junit(name: str, cases: list[CaseOutcome]) -> str:
     """One test case per suite case; a failure names the verdicts and runs, a
     flaky case is a failure whose message starts with ``flaky``, and a case
@@ -95,16 +99,12 @@ def suite_junit(name: str, cases: list[CaseOutcome]) -> str:
             continue
         if case.status == "stopped":
             skipped += 1
-            ET.SubElement(
-                tc,
-                "skipped",
-                message=f"stopped after {len(case.attempts)} of {case.repeat} attempts: {verdicts}",
-            )
+            ET.SubElement(tc, "skipped", message=f"{_how_far(case)}: {verdicts}")
             continue
         failures += 1
         msg = f"{case.status}: expected {' or '.join(case.expect)}, got {verdicts}"
         if _cut_short(case):
-            msg += f" (stopped after {len(case.attempts)} of {case.repeat} attempts)"
+            msg += f" ({_how_far(case)})"
         fail = ET.SubElement(tc, "failure", message=msg, type=case.status)
         fail.text = "\n".join(
             f"attempt {i + 1}: {a.verdict}"
