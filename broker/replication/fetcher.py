@@ -20,8 +20,7 @@ import asyncio
 import datetime
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12 import request as fetch_req
@@ -41,11 +40,6 @@ PARTITION_MAX_BYTES = 1 << 20
 BACKOFF_S = 0.1
 
 
-def latest_epoch(partition: ReplicatedPartition) -> int:
-    """The latest leader epoch in the local epoch cache (-1 if none)."""
-    return partition.log.epochs.latest_epoch
-
-
 class ReplicaFetchers:
     def __init__(
         self,
@@ -60,22 +54,24 @@ class ReplicaFetchers:
         self._loops: dict[int, asyncio.Task[None]] = {}
         self._synced: dict[TopicPartition, int] = {}
         self._sessions: dict[int, FetchSessionState] = {}  # per leader
+        self._followed: dict[int, dict[TopicPartition, ReplicatedPartition]] = {}
 
     def followed(self, leader: int) -> dict[TopicPartition, ReplicatedPartition]:
-        return {
-            tp: p
-            for tp, p in self.partitions.items()
-            if isinstance(p, ReplicatedPartition) and p.assignment.leader == leader != self.node_id
-        }
+        """The partitions this node follows from ``leader``, as of the last ``update``."""
+        return self._followed.get(leader, {})
 
     def update(self) -> None:
-        """Starts a loop for each leader this node now follows partitions of."""
-        leaders = {
-            p.assignment.leader
-            for p in self.partitions.values()
-            if isinstance(p, ReplicatedPartition) and not p.is_leader and p.assignment.leader >= 0
-        }
-        for leader in leaders:
+        """Takes the partitions each leader now leads for this node (Kafka's
+        ``addFetcherForPartitions`` and ``removeFetcherForPartitions``, told
+        after every change of the local replicas) and starts a loop for each
+        leader it follows partitions of. The loops read this map each round
+        instead of going over every local partition."""
+        followed: dict[int, dict[TopicPartition, ReplicatedPartition]] = {}
+        for tp, p in self.partitions.items():
+            if isinstance(p, ReplicatedPartition) and not p.is_leader and p.assignment.leader >= 0:
+                followed.setdefault(p.assignment.leader, {})[tp] = p
+        self._followed = followed
+        for leader in followed:
             loop = self._loops.get(leader)
             if loop is None or loop.done():
                 self._loops[leader] = asyncio.get_running_loop().create_task(self._run(leader))
@@ -123,7 +119,7 @@ class ReplicaFetchers:
                 partition.truncate_to(partition.high_watermark)
                 self._synced[tp] = partition.leader_epoch
             return
-        sent = {tp: _Sent.of(leader, p) for tp, p in stale.items()}  # with our latest epoch
+        sent = _fetch_states(stale)  # with our latest epoch
         request = ofle_req.OffsetForLeaderEpochRequest(
             replica_id=BrokerId(self.node_id),
             topics=tuple(
@@ -147,7 +143,7 @@ class ReplicaFetchers:
                 partition = stale.get(tp)
                 if partition is None or answer.error_code is not ErrorCode.none:
                     continue
-                if not sent[tp].holds(partition):
+                if not sent[tp].holds(leader, partition):
                     continue  # asked of a leader or epoch that is no longer current
                 asked = sent[tp].last_fetched_epoch
                 cut = truncation_offset(partition, asked, answer.leader_epoch, answer.end_offset)
@@ -165,9 +161,8 @@ class ReplicaFetchers:
             await asyncio.sleep(BACKOFF_S)
             return
         session = self._sessions.setdefault(leader, FetchSessionState())
-        sent = {tp: _Sent.of(leader, p) for tp, p in ready.items()}
-        wanted = {tp: _fetch_state(p, sent[tp]) for tp, p in ready.items()}
-        changed, forgotten = session.delta(wanted)
+        sent = _fetch_states(ready)
+        changed, forgotten = session.delta(sent)
         by_topic: dict[str, list[Any]] = {}
         for (topic, index), state in changed.items():
             by_topic.setdefault(topic, []).append(
@@ -209,13 +204,13 @@ class ReplicaFetchers:
             log.debug("fetch session with %d: %s; starting a new one", leader, response.error_code)
             session.reset(known=response.error_code is not ErrorCode.fetch_session_id_not_found)
             return
-        session.sent(response.session_id, wanted)
+        session.sent(response.session_id, sent)
         errors = False
         for topic in response.responses:
             for answer in topic.partitions:
                 tp = (topic.topic, answer.partition_index)
                 partition = ready.get(tp)
-                if partition is None or not sent[tp].holds(partition):
+                if partition is None or not sent[tp].holds(leader, partition):
                     # leader, epoch or our log changed since the request: the next
                     # request starts a new session, so nothing it said is lost
                     session.reset()
@@ -239,24 +234,38 @@ class ReplicaFetchers:
             await asyncio.sleep(BACKOFF_S)
 
 
-@dataclass(frozen=True, slots=True)
-class _FetchState:
+class _FetchState(NamedTuple):
     """What a follower's request says of one partition; a session's leader keeps
-    the last one sent."""
+    the last one sent. The answer counts only while the partition still has the
+    request's leader, leader epoch and log end."""
 
     current_leader_epoch: int
     fetch_offset: int
     last_fetched_epoch: int
     log_start_offset: int
 
+    def holds(self, leader: int, partition: ReplicatedPartition) -> bool:
+        return (
+            not partition.is_leader
+            and partition.assignment.leader == leader
+            and partition.leader_epoch == self.current_leader_epoch
+            and partition.log.next_offset == self.fetch_offset
+        )
 
-def _fetch_state(partition: ReplicatedPartition, sent: _Sent) -> _FetchState:
-    return _FetchState(
-        partition.leader_epoch,
-        partition.log.next_offset,
-        sent.last_fetched_epoch,
-        partition.log.log_start_offset,
-    )
+
+def _fetch_states(
+    parts: dict[TopicPartition, ReplicatedPartition],
+) -> dict[TopicPartition, _FetchState]:
+    """Each partition's state as a request is sent for it, in one pass: a loop
+    computes them for every followed partition on every round."""
+    # pre-KIP-101 (the hw-truncation bug), replication knows no epochs at all
+    epochless = bugs.active("hw-truncation")
+    states = {}
+    for tp, p in parts.items():
+        log = p.log
+        epoch = -1 if epochless else log.epochs.latest_epoch
+        states[tp] = _FetchState(p.leader_epoch, log.next_offset, epoch, log.log_start_offset)
+    return states
 
 
 class FetchSessionState:
@@ -299,32 +308,6 @@ class FetchSessionState:
         if not known:
             self.id = NO_SESSION
         self.epoch, self._held = INITIAL_EPOCH, {}
-
-
-@dataclass(frozen=True, slots=True)
-class _Sent:
-    """What a follower's request was sent for: its answer counts only while
-    the partition still has this leader, leader epoch and log end."""
-
-    leader: int
-    leader_epoch: int
-    log_end: int
-    last_fetched_epoch: int
-
-    @classmethod
-    def of(cls, leader: int, partition: ReplicatedPartition) -> _Sent:
-        log = partition.log
-        # pre-KIP-101 (the hw-truncation bug), replication knows no epochs at all
-        epoch = -1 if bugs.active("hw-truncation") else latest_epoch(partition)
-        return cls(leader, partition.leader_epoch, log.next_offset, epoch)
-
-    def holds(self, partition: ReplicatedPartition) -> bool:
-        return (
-            not partition.is_leader
-            and partition.assignment.leader == self.leader
-            and partition.leader_epoch == self.leader_epoch
-            and partition.log.next_offset == self.log_end
-        )
 
 
 def _truncate(tp: TopicPartition, partition: ReplicatedPartition, cut: int, epoch: int) -> None:

@@ -74,7 +74,7 @@ def test_follower_reconciles_after_a_leader_change(
     async def reconcile() -> None:
         connection = PeerConnection(host, int(port), "hw-truncation-test")
         try:
-            await fetchers._truncate_where_needed(connection, LEADER, fetchers.followed(LEADER))
+            await fetchers._truncate_where_needed(connection, LEADER, {("t", 0): follower})
         finally:
             connection.close()
 

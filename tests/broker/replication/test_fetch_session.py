@@ -240,7 +240,7 @@ def test_a_follower_and_its_leader_keep_one_session_through_errors(
     wire = WireToLeader(leaders, sessions)
 
     async def fetch_once() -> None:
-        await fetchers._fetch_once(wire, 1, fetchers.followed(1))  # type: ignore[arg-type]
+        await fetchers._fetch_once(wire, 1, followed)  # type: ignore[arg-type]
 
     async def scenario() -> None:
         await fetch_once()  # full: the records
@@ -269,5 +269,40 @@ def test_a_follower_and_its_leader_keep_one_session_through_errors(
         asyncio.run(scenario())
     finally:
         for p in followed.values():
+            p.log.close()
+        ledger.close()
+
+
+def test_each_loop_fetches_what_its_leader_leads_as_of_the_last_update(tmp_path: Path) -> None:
+    """The fetchers take who leads what when told of a change of the local
+    replicas (Kafka's addFetcherForPartitions), not on every round: a loop
+    starts for each leader followed, and ends once it leads none of them."""
+    ledger = FsyncLedger(tmp_path)
+    local = {}
+    for index, leader in enumerate((1, 3, 2)):  # node 2 leads t-2 itself
+        log = Log.open(tmp_path / f"t-{index}", dict(DEFAULTS), ledger, clean=True)
+        assignment = PartitionAssignment([1, 2, 3], leader, 0, [1, 2, 3])
+        local[("t", index)] = ReplicatedPartition("t", index, log, assignment, 2)
+    fetchers = ReplicaFetchers(2, local, lambda node: None)
+    t0, t1 = local[("t", 0)], local[("t", 1)]
+
+    async def scenario() -> None:
+        fetchers.update()
+        assert fetchers.followed(1) == {("t", 0): t0}
+        assert fetchers.followed(3) == {("t", 1): t1}
+        assert fetchers.followed(2) == {} and sorted(fetchers._loops) == [1, 3]
+        t0.reassign(PartitionAssignment([1, 2, 3], 3, 1, [1, 2, 3]))
+        assert fetchers.followed(1) == {("t", 0): t0}  # until told
+        fetchers.update()
+        assert fetchers.followed(1) == {}
+        assert fetchers.followed(3) == {("t", 0): t0, ("t", 1): t1}
+        await asyncio.wait_for(fetchers._loops[1], 1)  # it had nothing left to fetch
+        assert not fetchers._loops[3].done()
+        await fetchers.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for p in local.values():
             p.log.close()
         ledger.close()

@@ -95,7 +95,7 @@ def test_a_diverged_follower_truncates_and_does_not_move_the_hw(
     connection = Connection(leader)
 
     async def fetch() -> None:
-        await fetchers._fetch_once(connection, LEADER, fetchers.followed(LEADER))  # type: ignore[arg-type]
+        await fetchers._fetch_once(connection, LEADER, {TP: follower})  # type: ignore[arg-type]
 
     asyncio.run(fetch())
     assert leader.high_watermark == 0  # the follower's offset 3 did not count
@@ -148,7 +148,7 @@ def test_a_follower_that_led_an_empty_epoch_drops_it_and_catches_up(
     connection = Connection(leader)
 
     async def fetch() -> None:
-        await fetchers._fetch_once(connection, LEADER, fetchers.followed(LEADER))  # type: ignore[arg-type]
+        await fetchers._fetch_once(connection, LEADER, {TP: follower})  # type: ignore[arg-type]
 
     for _ in range(3):
         asyncio.run(fetch())
