@@ -179,7 +179,8 @@ class ReplicatedPartition(Partition):
         if replica not in self.follower_leo:
             return
         self.follower_start[replica] = log_start
-        self._deletes.reached(self.low_watermark)
+        if self._deletes:
+            self._deletes.reached(self.low_watermark)
         now = time.monotonic() if now is None else now
         leader_leo = self.log.next_offset
         if fetch_offset >= leader_leo:
@@ -192,8 +193,11 @@ class ReplicatedPartition(Partition):
         # is the HW it may advance: as in Kafka's DelayedFetch, a follower's fetch
         # completes on records, an error, a diverging epoch or a log start past
         # its own, and learns the HW with its next answer. Waking them here only
-        # had each read all its partitions again and park.
-        self._advance_hw()
+        # had each read all its partitions again and park. A HW at the log end
+        # has nowhere to go: so it is for every idle partition of a session,
+        # each of which a follower's every fetch reports on.
+        if self.high_watermark < leader_leo:
+            self._advance_hw()
         caught_up = leo >= self.high_watermark and leo >= self.epoch_start_offset
         if caught_up and replica in self.unfenced_out:  # the committed ISR never lost it
             self.unfenced_out.discard(replica)
@@ -343,6 +347,10 @@ class OffsetWaiters:
 
     def __init__(self) -> None:
         self._waiting: list[tuple[int, asyncio.Future[int]]] = []
+
+    def __bool__(self) -> bool:
+        """Whether any request waits."""
+        return bool(self._waiting)
 
     async def wait(self, target: int, timeout_s: float) -> int | None:
         """The offset once ``reached`` gives one at or past ``target``; None after
