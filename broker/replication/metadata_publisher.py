@@ -77,17 +77,26 @@ class BrokerMetadataPublisher:
 
     def _apply_replicas(self, table: dict[str, TopicInfo]) -> None:
         node = self.config.node_id
-        manager = self.replica_manager
         wanted = {
             (t.name, i): (t, a)
             for t in table.values()
             for i, a in enumerate(t.partitions)
             if node in a.replicas
         }
+        try:
+            self._host(wanted)
+        finally:  # the fetchers follow whatever got applied, even when a log fails to open
+            self.on_replicas_changed()
+
+    def _host(self, wanted: dict[TopicPartition, tuple[TopicInfo, PartitionAssignment]]) -> None:
+        """Deletes the local replicas not ``wanted``, opens the new ones and hands the
+        others their new assignment and topic settings."""
+        node = self.config.node_id
+        manager = self.replica_manager
         for tp in [tp for tp in manager.partitions if tp not in wanted]:
-            partition = manager.partitions.pop(tp)
-            partition.log.delete()
-            partition.wake()
+            gone = manager.partitions.pop(tp)
+            gone.log.delete()
+            gone.wake()
             log.info("deleted replica %s-%d", *tp)
         settings_of: dict[str, dict[str, Any]] = {}  # each topic's, worked out once
         for tp, (topic, assignment) in wanted.items():
@@ -111,7 +120,6 @@ class BrokerMetadataPublisher:
                     partition.reassign(assignment)
                 if partition.log.config != settings:
                     partition.log.config = settings
-        self.on_replicas_changed()
 
     def coordinators_started(self) -> None:
         """The coordinators loaded what this node leads at start; later changes follow."""
