@@ -64,8 +64,8 @@ class ReplicaFetchers:
         """Takes the partitions each leader now leads for this node (Kafka's
         ``addFetcherForPartitions`` and ``removeFetcherForPartitions``, told
         after every change of the local replicas) and starts a loop for each
-        leader it follows partitions of. The loops read this map each round
-        instead of going over every local partition."""
+        leader it follows partitions of; each loop fetches its leader's part of
+        this map every round."""
         followed: dict[int, dict[TopicPartition, ReplicatedPartition]] = {}
         for tp, p in self.partitions.items():
             if isinstance(p, ReplicatedPartition) and not p.is_leader and p.assignment.leader >= 0:

@@ -273,7 +273,7 @@ def test_a_follower_and_its_leader_keep_one_session_through_errors(
         ledger.close()
 
 
-def test_each_loop_fetches_what_its_leader_leads_as_of_the_last_update(tmp_path: Path) -> None:
+def test_the_fetchers_follow_each_leader_as_of_the_last_update(tmp_path: Path) -> None:
     """The fetchers take who leads what when told of a change of the local
     replicas (Kafka's addFetcherForPartitions), not on every round: a loop
     starts for each leader followed, and ends once it leads none of them."""
