@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
@@ -56,7 +56,7 @@ class ReplicaFetchers:
         self._sessions: dict[int, FetchSessionState] = {}  # per leader
         self._followed: dict[int, dict[TopicPartition, ReplicatedPartition]] = {}
 
-    def followed(self, leader: int) -> dict[TopicPartition, ReplicatedPartition]:
+    def followed(self, leader: int) -> Mapping[TopicPartition, ReplicatedPartition]:
         """The partitions this node follows from ``leader``, as of the last ``update``."""
         return self._followed.get(leader, {})
 
@@ -109,15 +109,15 @@ class ReplicaFetchers:
         self,
         connection: PeerConnection,
         leader: int,
-        parts: dict[TopicPartition, ReplicatedPartition],
+        parts: Mapping[TopicPartition, ReplicatedPartition],
     ) -> None:
         stale = {tp: p for tp, p in parts.items() if self._synced.get(tp) != p.leader_epoch}
         if not stale:
             return
         if bugs.active("hw-truncation"):  # pre-KIP-101: to the HW, without asking the leader
-            for tp, partition in stale.items():
-                partition.truncate_to(partition.high_watermark)
-                self._synced[tp] = partition.leader_epoch
+            for tp, p in stale.items():
+                p.truncate_to(p.high_watermark)
+                self._synced[tp] = p.leader_epoch
             return
         sent = _fetch_states(stale)  # with our latest epoch
         request = ofle_req.OffsetForLeaderEpochRequest(
@@ -154,7 +154,7 @@ class ReplicaFetchers:
         self,
         connection: PeerConnection,
         leader: int,
-        parts: dict[TopicPartition, ReplicatedPartition],
+        parts: Mapping[TopicPartition, ReplicatedPartition],
     ) -> None:
         ready = {tp: p for tp, p in parts.items() if self._synced.get(tp) == p.leader_epoch}
         if not ready:
@@ -254,7 +254,7 @@ class _FetchState(NamedTuple):
 
 
 def _fetch_states(
-    parts: dict[TopicPartition, ReplicatedPartition],
+    parts: Mapping[TopicPartition, ReplicatedPartition],
 ) -> dict[TopicPartition, _FetchState]:
     """Each partition's state as a request is sent for it, in one pass: a loop
     computes them for every followed partition on every round."""
