@@ -13,7 +13,11 @@ What it implements:
   announce the winner, EndQuorumEpoch when a leader resigns;
 - replication: followers fetch with (fetch offset, last fetched epoch); the leader
   answers with entries, or with a diverging epoch so the follower truncates, or with
-  its snapshot id when the follower is behind the log start (then FetchSnapshot);
+  its snapshot id when the follower is behind the log start (then FetchSnapshot).
+  A fetch that finds nothing new, from a replica that knows the high watermark,
+  waits at the leader (KRaft's fetch purgatory) until the log or the high
+  watermark moves, the leadership changes or the request's max wait runs out, and
+  the follower fetches again as soon as it is answered;
 - commitment: the high watermark is the offset a majority of voters has matched,
   counted only once it covers the leader's own leader-change entry;
 - failure detection: a follower that hears nothing from its leader for the fetch
@@ -73,6 +77,9 @@ class RaftConfig:
     election_timeout_ms: int = 1000
     fetch_timeout_ms: int = 2000
     fetch_interval_ms: int = 50
+    #: how long the leader may hold a fetch with nothing new; at most half the
+    #: fetch timeout is asked, so a live leader answers well within it
+    fetch_max_wait_ms: int = 500
     request_timeout_ms: int = 500
     max_fetch_entries: int = 512
     snapshot_chunk_bytes: int = 64 * 1024
@@ -104,6 +111,20 @@ class _InFlight:
     deadline: int
 
 
+@dataclass(frozen=True, slots=True)
+class _ParkedFetch:
+    """A fetch the leader holds, with the answer it had nothing new in, and what
+    that answer depended on: once any of it changes the fetch is answered anew."""
+
+    correlation_id: int
+    request: FetchRequest
+    response: FetchResponse
+    epoch: int
+    end_offset: int
+    received_ms: int
+    deadline: int
+
+
 class RaftClient:
     def __init__(
         self,
@@ -126,6 +147,8 @@ class RaftClient:
         self.listener: RaftListener | None = None
         self.quorum = QuorumState(node_id, voters, store)
         self._inflight: dict[int, _InFlight] = {}
+        self._parked: dict[int, _ParkedFetch] = {}  # by the fetching replica
+        self._fetch_wait_ms = min(self.config.fetch_max_wait_ms, self.config.fetch_timeout_ms // 2)
         self._next_correlation = 0
         self._applied = 0
         self._caught_up = False
@@ -191,6 +214,7 @@ class RaftClient:
         first = self.log.append_as_leader(records, state.epoch, EntryKind.DATA)
         if state.update_local(self.log.end_offset, self.clock.now_ms()):
             self._deliver_committed()
+        self._answer_parked_fetches()
         return first
 
     def create_snapshot(self, offset: int, data: bytes) -> None:
@@ -222,6 +246,11 @@ class RaftClient:
         now = self.clock.now_ms()
         self._inflight = {c: f for c, f in self._inflight.items() if f.deadline > now}
         state = self.quorum.state
+        self._poll_state(state, now)
+        self._deliver_committed()
+        self._answer_parked_fetches()
+
+    def _poll_state(self, state: AnyState, now: int) -> None:
         if not self.is_voter and isinstance(state, UnattachedState):
             self._discover_leader(now)
         elif isinstance(state, UnattachedState | VotedState):
@@ -237,21 +266,26 @@ class RaftClient:
             self._poll_follower(state, now)
         elif isinstance(state, ResignedState):
             self._poll_resigned(state, now)
-        self._deliver_committed()
 
     def handle(self, envelope: Envelope) -> None:
         body = envelope.body
         if envelope.is_request:
             response = self._handle_request(envelope.source, body)  # type: ignore[arg-type]
-            self.channel.send(
-                Envelope(self.node_id, envelope.source, envelope.correlation_id, response)
-            )
+            if (
+                isinstance(body, FetchRequest)
+                and isinstance(response, FetchResponse)
+                and self._holds(envelope.source, body, response)
+            ):
+                self._park(envelope.source, envelope.correlation_id, body, response)
+            else:
+                self._respond(envelope.source, envelope.correlation_id, response)
         else:
             pending = self._inflight.pop(envelope.correlation_id, None)
             if pending is None or pending.destination != envelope.source:
                 return  # late, duplicated or unknown: the request was already given up
             self._handle_response(envelope.source, pending.request, body)  # type: ignore[arg-type]
         self._deliver_committed()
+        self._answer_parked_fetches()
 
     # -- timers per role -----------------------------------------------------------------
     def _poll_prospective(self, state: ProspectiveState, now: int) -> None:
@@ -325,6 +359,7 @@ class RaftClient:
             self.log.end_offset,
             self.log.last_fetched_epoch(),
             self.config.max_fetch_entries,
+            self._fetch_wait_ms,
         )
 
     def _poll_resigned(self, state: ResignedState, now: int) -> None:
@@ -345,7 +380,7 @@ class RaftClient:
         if isinstance(request, EndQuorumEpochRequest):
             return self._handle_end_quorum_epoch(request)
         if isinstance(request, FetchRequest):
-            return self._handle_fetch(source, request)
+            return self._handle_fetch(source, request, self.clock.now_ms())
         return self._handle_fetch_snapshot(request)
 
     def _who(self) -> tuple[int | None, int]:
@@ -407,7 +442,9 @@ class RaftClient:
             )
         return EndQuorumEpochResponse(self._epoch_error(request.leader_epoch), *self._who())
 
-    def _handle_fetch(self, source: int, request: FetchRequest) -> FetchResponse:
+    def _handle_fetch(self, source: int, request: FetchRequest, received_ms: int) -> FetchResponse:
+        """The answer to a fetch received at ``received_ms``: the replica was heard
+        from then, also when a held fetch is answered later."""
         state = self.quorum.state
         leader, epoch = self._who()
         if request.current_leader_epoch < epoch:
@@ -416,7 +453,77 @@ class RaftClient:
             return FetchResponse(ErrorCode.unknown_leader_epoch, leader, epoch)
         if not isinstance(state, LeaderState):
             return FetchResponse(ErrorCode.not_leader_or_follower, leader, epoch)
-        return replication.serve_fetch(self.log, state, source, request, self.clock.now_ms())
+        return replication.serve_fetch(self.log, state, source, request, received_ms)
+
+    # -- fetches the leader holds --------------------------------------------------------
+    def _holds(self, source: int, request: FetchRequest, response: FetchResponse) -> bool:
+        """Whether to hold a fetch rather than answer it now: it may wait, and the
+        answer has nothing the replica lacks (no entries, truncation, snapshot or
+        error, and the high watermark it was last sent)."""
+        state = self.quorum.state
+        return (
+            request.max_wait_ms > 0
+            and isinstance(state, LeaderState)
+            and response.error_code is ErrorCode.none
+            and not response.records
+            and response.diverging_epoch is None
+            and response.snapshot_id is None
+            and state.progress[source].sent_high_watermark == response.high_watermark
+        )
+
+    def _park(
+        self, source: int, correlation_id: int, request: FetchRequest, response: FetchResponse
+    ) -> None:
+        """Hold a fetch. A newer one from the same replica means it stopped waiting
+        for the older, which is answered as it stands."""
+        older = self._parked.pop(source, None)
+        if older is not None:
+            self._respond(source, older.correlation_id, older.response)
+        now = self.clock.now_ms()
+        self._parked[source] = _ParkedFetch(
+            correlation_id,
+            request,
+            response,
+            self.epoch,
+            self.log.end_offset,
+            now,
+            now + request.max_wait_ms,
+        )
+
+    def _answer_parked_fetches(self) -> None:
+        """Answers each held fetch whose answer would now differ (the log or the high
+        watermark moved, or the leadership changed) anew, and those whose wait is
+        over as they stand."""
+        if not self._parked:
+            return
+        now = self.clock.now_ms()
+        state = self.quorum.state
+        for source, parked in list(self._parked.items()):
+            unchanged = (
+                isinstance(state, LeaderState)
+                and state.epoch == parked.epoch
+                and self.log.end_offset == parked.end_offset
+                and state.high_watermark == parked.response.high_watermark
+            )
+            if unchanged and now < parked.deadline:
+                continue
+            del self._parked[source]
+            answer = (
+                parked.response
+                if unchanged
+                else self._handle_fetch(source, parked.request, parked.received_ms)
+            )
+            self._respond(source, parked.correlation_id, answer)
+
+    def _respond(self, destination: int, correlation_id: int, response: RaftResponse) -> None:
+        state = self.quorum.state
+        if (
+            isinstance(response, FetchResponse)
+            and isinstance(state, LeaderState)
+            and response.error_code is ErrorCode.none
+        ):
+            state.progress[destination].sent_high_watermark = response.high_watermark
+        self.channel.send(Envelope(self.node_id, destination, correlation_id, response))
 
     def _handle_fetch_snapshot(self, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
         leader, epoch = self._who()
@@ -484,7 +591,9 @@ class RaftClient:
             return
         self._heard_from_leader(state)
         more = replication.apply_fetch_response(self.log, state, request, response)
-        state.next_fetch_ms = now if more else now + self.config.fetch_interval_ms
+        # a leader that holds fetches answers when there is news: ask again at once
+        waits = request.max_wait_ms > 0
+        state.next_fetch_ms = now if more or waits else now + self.config.fetch_interval_ms
 
     def _handle_fetch_snapshot_response(
         self, state: FollowerState, response: FetchSnapshotResponse
@@ -651,5 +760,7 @@ class RaftClient:
     def _send(self, destination: int, request: RaftRequest) -> None:
         self._next_correlation += 1
         deadline = self.clock.now_ms() + self.config.request_timeout_ms
+        if isinstance(request, FetchRequest):
+            deadline += request.max_wait_ms
         self._inflight[self._next_correlation] = _InFlight(destination, request, deadline)
         self.channel.send(Envelope(self.node_id, destination, self._next_correlation, request))

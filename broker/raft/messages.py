@@ -71,6 +71,8 @@ class FetchRequest:
     fetch_offset: int
     last_fetched_epoch: int
     max_entries: int = 512
+    #: how long the leader may hold the fetch while it has nothing new to say
+    max_wait_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)

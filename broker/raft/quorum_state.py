@@ -134,6 +134,8 @@ class CandidateState(_Tally):
 class ReplicaProgress:
     end_offset: int = 0
     last_contact_ms: int | None = None
+    #: the high watermark in the last fetch answer sent to the replica
+    sent_high_watermark: int | None = None
 
 
 @dataclass(slots=True)

@@ -26,15 +26,19 @@ def serve_fetch(
     """Entries from the follower's position if its log matches ours up to there, else
     where it diverges, else (compacted away) our snapshot id."""
     leader.record_contact(source, now_ms)
-    ids = (leader.node_id, leader.epoch, leader.high_watermark, log.start_offset)
     check = divergence.validate_fetch(log, request.fetch_offset, request.last_fetched_epoch)
     if check.kind is divergence.FetchPosition.SNAPSHOT:
-        return FetchResponse(ErrorCode.none, *ids, snapshot_id=check.position)
+        return FetchResponse(ErrorCode.none, *_ids(log, leader), snapshot_id=check.position)
     if check.kind is divergence.FetchPosition.DIVERGING:
-        return FetchResponse(ErrorCode.none, *ids, diverging_epoch=check.position)
-    leader.update_replica(source, request.fetch_offset, now_ms)
+        return FetchResponse(ErrorCode.none, *_ids(log, leader), diverging_epoch=check.position)
+    leader.update_replica(source, request.fetch_offset, now_ms)  # may move the HW it is sent
     entries = log.read(request.fetch_offset, min(request.max_entries, MAX_ENTRIES_PER_FETCH))
-    return FetchResponse(ErrorCode.none, *ids, records=tuple(entries))
+    return FetchResponse(ErrorCode.none, *_ids(log, leader), records=tuple(entries))
+
+
+def _ids(log: ReplicatedLog, leader: LeaderState) -> tuple[int, int, int | None, int]:
+    """The leader, epoch, high watermark and log start offset every answer carries."""
+    return leader.node_id, leader.epoch, leader.high_watermark, log.start_offset
 
 
 def serve_fetch_snapshot(

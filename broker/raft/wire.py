@@ -182,7 +182,7 @@ def _fetch_request(body: m.FetchRequest) -> Any:
     )
     return fetch_req.FetchRequest(
         replica_id=BrokerId(body.replica_id),
-        max_wait=_NO_TIME,
+        max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=body.max_wait_ms)),
         min_bytes=i32(0),
         topics=(fetch_req.FetchTopic(topic=METADATA_TOPIC, partitions=(part,)),),
         forgotten_topics_data=(),
@@ -309,6 +309,7 @@ def from_wire(entity: Any) -> m.RaftRequest | m.RaftResponse:
             p.fetch_offset,
             p.last_fetched_epoch,
             p.partition_max_bytes,
+            entity.max_wait // datetime.timedelta(milliseconds=1),
         )
     if isinstance(entity, fetch_resp.FetchResponse):
         hw = p.high_watermark

@@ -69,7 +69,8 @@ class RaftTransport:
 
     async def _call(self, peer: PeerConnection, envelope: m.Envelope) -> None:
         try:
-            response = await peer.request(wire.to_wire(envelope.body), self.timeout)
+            timeout = self._timeout(envelope.body)
+            response = await peer.request(wire.to_wire(envelope.body), timeout)
             body = wire.from_wire(response)
         except (PeerError, wire.WireError) as e:
             log.debug("raft request to %d lost: %s", envelope.destination, e)
@@ -90,10 +91,15 @@ class RaftTransport:
         self._answers[key] = answer
         self.queue.add(m.Envelope(key[0], self.node_id, key[1], body))
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(self._timeout(body)):
                 return wire.to_wire(await answer)
         finally:
             self._answers.pop(key, None)
+
+    def _timeout(self, body: m.RaftRequest | m.RaftResponse) -> float:
+        """The request timeout, on top of the time a fetch may wait at the leader."""
+        wait_ms = body.max_wait_ms if isinstance(body, m.FetchRequest) else 0
+        return self.timeout + wait_ms / 1000
 
     async def close(self) -> None:
         for task in list(self._tasks):

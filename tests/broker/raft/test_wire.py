@@ -43,6 +43,7 @@ MESSAGES: list[m.RaftRequest | m.RaftResponse] = [
     m.EndQuorumEpochRequest(2, 7, (3, 1)),
     m.EndQuorumEpochResponse(ErrorCode.none, None, 8),
     m.FetchRequest(3, 7, 120, 6, 512),
+    m.FetchRequest(3, 7, 120, 6, 512, max_wait_ms=500),
     m.FetchResponse(ErrorCode.none, 2, 7, 118, 40, None, None, entries_from(120, [7, 7, 7], {0})),
     m.FetchResponse(ErrorCode.none, 2, 7, None, 0, OffsetAndEpoch(5, 100)),
     m.FetchResponse(ErrorCode.none, 2, 7, 300, 250, None, OffsetAndEpoch(6, 250)),

@@ -20,6 +20,7 @@ from tests.broker.raft.test_simulation import wait_for_convergence
 def test_the_leader_describes_voters_and_observers() -> None:
     cluster = SimCluster(3, 29, observers=1)
     wait_for_convergence(cluster)
+    cluster.run_for(100)  # the leader learns what each replica holds from its next fetch
     leader = cluster.leader()
     assert leader is not None
     answer = asyncio.run(handle_describe_quorum(leader, describe_quorum_request()))
