@@ -247,6 +247,8 @@ class RaftClient:
         self._inflight = {c: f for c, f in self._inflight.items() if f.deadline > now}
         state = self.quorum.state
         self._poll_state(state, now)
+        if self.quorum.state is not state:  # a timer moved it on: act in the new role now
+            self._poll_state(self.quorum.state, now)
         self._deliver_committed()
         self._answer_parked_fetches()
 

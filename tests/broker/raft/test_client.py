@@ -283,3 +283,20 @@ def test_a_leader_without_the_snapshot_asked_for_is_still_heard_from(
     assert (client.role is Role.FOLLOWER) is heard
     if heard:
         assert not vote_granted(client, outbox, VoteRequest(2, 2, 0, 0, pre_vote=True))
+
+
+def test_a_follower_whose_leader_went_silent_seeks_pre_votes_in_the_same_poll(
+    tmp_path: Path,
+) -> None:
+    """The timer that ends a role is acted on in the poll that finds it run out,
+    so the driver's tick does not delay the election by another tick."""
+    clock = VirtualClock()
+    client, outbox = lone_voter(tmp_path, clock)
+    client.handle(Envelope(3, 1, 1, BeginQuorumEpochRequest(3, 1)))  # 3 leads epoch 1
+    state = client.quorum.state
+    assert isinstance(state, FollowerState)
+    clock.now = state.fetch_deadline
+    client.poll()
+    assert client.role is Role.PROSPECTIVE
+    asked = {e.destination for e in outbox.sent if isinstance(e.body, VoteRequest)}
+    assert asked == {2, 3}

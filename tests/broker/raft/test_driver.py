@@ -23,7 +23,8 @@ from broker.raft.client import RaftClient, RaftConfig
 from broker.raft.driver import MonotonicClock, RaftDriver, RaftMessageQueue
 from broker.raft.file_log import FileLog
 from broker.raft.file_quorum_store import FileQuorumStateStore
-from broker.raft.messages import Envelope
+from broker.raft.messages import BeginQuorumEpochRequest, Envelope, FetchRequest, FetchResponse
+from tests.broker.raft.test_client import Outbox
 
 
 class LoopChannel:
@@ -96,3 +97,37 @@ def test_controllers_on_asyncio_drivers_elect_and_create_a_topic(tmp_path: Path)
             await scenario()
 
     asyncio.run(bounded())
+
+
+def test_a_follower_on_the_driver_fetches_again_as_soon_as_it_is_answered(
+    tmp_path: Path,
+) -> None:
+    """The driver polls the client after each batch of messages, not only on its
+    tick: an answered fetch is followed by the next one at once."""
+
+    def fetches(outbox: Outbox) -> list[Envelope]:
+        return [e for e in outbox.sent if isinstance(e.body, FetchRequest)]
+
+    async def scenario() -> None:
+        queue, outbox = RaftMessageQueue(), Outbox()
+        client = RaftClient(
+            1,
+            frozenset({1, 2, 3}),
+            FileLog(tmp_path / "log"),
+            FileQuorumStateStore(tmp_path / "quorum-state"),
+            outbox,
+            MonotonicClock(),
+            random.Random(1),
+        )
+        driver = RaftDriver(client, queue, tick_ms=60_000)  # one tick, at the start
+        driver.start()
+        queue.add(Envelope(3, 1, 1, BeginQuorumEpochRequest(3, 1)))  # 3 leads epoch 1
+        try:
+            await until(lambda: len(fetches(outbox)) == 1, 5)
+            first = fetches(outbox)[0]
+            queue.add(Envelope(3, 1, first.correlation_id, FetchResponse(ErrorCode.none, 3, 1)))
+            await until(lambda: len(fetches(outbox)) == 2, 5)
+        finally:
+            await driver.stop()
+
+    asyncio.run(scenario())
