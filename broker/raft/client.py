@@ -190,6 +190,12 @@ class RaftClient:
         return None
 
     @property
+    def next_answer_ms(self) -> int | None:
+        """When the wait of the first held fetch runs out: the driver polls then, so
+        the answer is not late by up to a tick."""
+        return min((p.deadline for p in self._parked.values()), default=None)
+
+    @property
     def applied_offset(self) -> int:
         """Everything below this offset has been handed to the listener."""
         return self._applied

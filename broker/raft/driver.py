@@ -1,10 +1,11 @@
 """Runs a ``RaftClient`` on an asyncio event loop with the real monotonic clock: the
 client stays a synchronous state machine, the driver feeds it delivered messages
 as they arrive and polls it after each batch, so it acts on a message at once
-(a follower fetches again as soon as its fetch is answered); it also polls it every
-tick for its timers, then gives the owner (the controller) its own tick. The
-timers are hundreds of milliseconds and more, so a tick of 50 ms costs an idle node
-little and fires them late by at most that. Messages reach it through a
+(a follower fetches again as soon as its fetch is answered), and when the wait of
+a fetch it holds as leader runs out; it also polls it every tick for its timers,
+then gives the owner (the controller) its own tick. The timers are hundreds of
+milliseconds and more, so a tick of 50 ms costs an idle node little and fires them
+late by at most that. Messages reach it through a
 ``RaftMessageQueue`` that the transport is built with too, so transport and driver
 never need each other."""
 
@@ -82,19 +83,18 @@ class RaftDriver:
         loop = asyncio.get_running_loop()
         next_tick = loop.time()
         while not self._stopping:
-            timer = loop.call_at(next_tick, self.queue.wakeup)
+            wake = next_tick
+            if (answer_ms := self.client.next_answer_ms) is not None:
+                wake = min(wake, (answer_ms + 1) / 1000)  # on the monotonic clock, as the loop
+            timer = loop.call_at(wake, self.queue.wakeup)
             await self.queue.wait()
             timer.cancel()
-            handled = False
             while not self._stopping and (envelope := self.queue.poll()) is not None:
                 self.client.handle(envelope)
-                handled = True
             if self._stopping:
                 break
+            self.client.poll()
             if loop.time() >= next_tick:
-                self.client.poll()
                 if self.on_tick is not None:
                     self.on_tick()
                 next_tick = max(next_tick + self.tick_ms / 1000, loop.time())
-            elif handled:
-                self.client.poll()

@@ -131,3 +131,33 @@ def test_a_follower_on_the_driver_fetches_again_as_soon_as_it_is_answered(
             await driver.stop()
 
     asyncio.run(scenario())
+
+
+def test_the_driver_answers_a_held_fetch_when_its_wait_runs_out(tmp_path: Path) -> None:
+    """Not at the driver's next tick: the replica's request timeout counts from
+    the end of the wait."""
+
+    async def scenario() -> None:
+        queue, outbox = RaftMessageQueue(), Outbox()
+        client = RaftClient(
+            1,
+            frozenset({1}),
+            FileLog(tmp_path / "log"),
+            FileQuorumStateStore(tmp_path / "quorum-state"),
+            outbox,
+            MonotonicClock(),
+            random.Random(1),
+        )
+        driver = RaftDriver(client, queue, tick_ms=60_000)  # one tick, at the start
+        driver.start()
+        try:
+            await until(lambda: client.is_ready_leader(), 5)
+            caught_up = FetchRequest(4, client.epoch, client.log.end_offset, client.epoch, 512, 200)
+            queue.add(Envelope(4, 1, 7, caught_up))  # an observer: the HW is news, at once
+            await until(lambda: any(e.correlation_id == 7 for e in outbox.sent), 5)
+            queue.add(Envelope(4, 1, 8, caught_up))  # nothing new: held for 200 ms
+            await until(lambda: any(e.correlation_id == 8 for e in outbox.sent), 5)
+        finally:
+            await driver.stop()
+
+    asyncio.run(scenario())
