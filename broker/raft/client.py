@@ -113,8 +113,9 @@ class _InFlight:
 
 @dataclass(frozen=True, slots=True)
 class _ParkedFetch:
-    """A fetch the leader holds, with the answer it had nothing new in, and what
-    that answer depended on: once any of it changes the fetch is answered anew."""
+    """A fetch the leader holds, with the answer it had nothing new in, and the
+    epoch, log end and (in the answer) high watermark it was made at: once any of
+    them changes the fetch is answered anew."""
 
     correlation_id: int
     request: FetchRequest
@@ -278,6 +279,11 @@ class RaftClient:
     def handle(self, envelope: Envelope) -> None:
         body = envelope.body
         if envelope.is_request:
+            if isinstance(body, FetchRequest) and (
+                older := self._parked.pop(envelope.source, None)
+            ):
+                # the replica stopped waiting for its older fetch: answer it as it stands
+                self._respond(envelope.source, older.correlation_id, older.response)
             response = self._handle_request(envelope.source, body)  # type: ignore[arg-type]
             if (
                 isinstance(body, FetchRequest)
@@ -482,11 +488,7 @@ class RaftClient:
     def _park(
         self, source: int, correlation_id: int, request: FetchRequest, response: FetchResponse
     ) -> None:
-        """Hold a fetch. A newer one from the same replica means it stopped waiting
-        for the older, which is answered as it stands."""
-        older = self._parked.pop(source, None)
-        if older is not None:
-            self._respond(source, older.correlation_id, older.response)
+        """Hold a fetch until ``_answer_parked_fetches`` answers it."""
         now = self.clock.now_ms()
         self._parked[source] = _ParkedFetch(
             correlation_id,

@@ -137,6 +137,17 @@ def test_a_newer_fetch_from_the_replica_has_the_older_answered(tmp_path: Path) -
     assert observer.answer(older) is not None and observer.answer(newer) is None
 
 
+def test_a_newer_fetch_answered_at_once_still_has_the_older_answered(tmp_path: Path) -> None:
+    clock = VirtualClock()
+    client, outbox = elected(tmp_path, clock)
+    observer = Fetcher(client, outbox, OBSERVER)
+    observer.fetch(0, 0)
+    older = observer.fetch(1, 1)
+    restarted = observer.answer(observer.fetch(0, 0))  # it lost its log: entries at once
+    assert restarted is not None and restarted.records
+    assert observer.answer(older) is not None
+
+
 def test_a_fetch_that_may_not_wait_is_answered_at_once(tmp_path: Path) -> None:
     clock = VirtualClock()
     client, outbox = elected(tmp_path, clock)
