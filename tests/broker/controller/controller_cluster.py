@@ -16,6 +16,7 @@ from broker.controller.requests import (
 )
 from broker.metadata.image import MetadataImage
 from broker.raft.client import RaftClient, RaftListener
+from broker.raft.quorum_state import LeaderState
 from broker.raft.simulation import TICK_MS, Node, SimCluster
 
 HEARTBEAT_MS = 300
@@ -65,14 +66,22 @@ class ControllerCluster(SimCluster):
     def active(self) -> QuorumController | None:
         """The active controller of the newest epoch. A leader cut off from the
         quorum counts itself active until check-quorum makes it resign (1.5 fetch
-        timeouts, as in KRaft), which may be after the others elected a new one;
-        the quorum never commits its writes. Two in one epoch would be a split
-        brain."""
+        timeouts without a majority's fetch, as in KRaft), which may be after the
+        others elected a new one; the quorum never commits its writes. One that
+        outlived that window, or two in one epoch, would be a split brain."""
         live = {n.node_id for n in self.live()}
         active = [c for i, c in self.controllers.items() if i in live and c.active]
         epochs = [c.raft.epoch for c in active]
         assert len(set(epochs)) == len(epochs), "two active controllers in one epoch"
-        return max(active, key=lambda c: c.raft.epoch, default=None)
+        newest = max(active, key=lambda c: c.raft.epoch, default=None)
+        window = self.config.fetch_timeout_ms * 3 // 2
+        for deposed in (c for c in active if c is not newest):
+            state = deposed.raft.quorum.state
+            assert isinstance(state, LeaderState), "an active controller that does not lead"
+            assert state.has_majority_contact(self.clock.now, window), (
+                "a deposed controller outlived check-quorum"
+            )
+        return newest
 
     def wait_active(self, max_ms: int = 10_000) -> QuorumController:
         for _ in range(max_ms // TICK_MS):
