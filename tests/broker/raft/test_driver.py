@@ -99,6 +99,24 @@ def test_controllers_on_asyncio_drivers_elect_and_create_a_topic(tmp_path: Path)
     asyncio.run(bounded())
 
 
+def node_1_on_a_slow_tick(
+    tmp_path: Path, voters: frozenset[int]
+) -> tuple[RaftClient, Outbox, RaftMessageQueue, RaftDriver]:
+    """Node 1 of ``voters`` over files, on a driver whose tick comes once, at the
+    start: what it does after that, it does on messages or held fetches' waits."""
+    queue, outbox = RaftMessageQueue(), Outbox()
+    client = RaftClient(
+        1,
+        voters,
+        FileLog(tmp_path / "log"),
+        FileQuorumStateStore(tmp_path / "quorum-state"),
+        outbox,
+        MonotonicClock(),
+        random.Random(1),
+    )
+    return client, outbox, queue, RaftDriver(client, queue, tick_ms=60_000)
+
+
 def test_a_follower_on_the_driver_fetches_again_as_soon_as_it_is_answered(
     tmp_path: Path,
 ) -> None:
@@ -109,17 +127,7 @@ def test_a_follower_on_the_driver_fetches_again_as_soon_as_it_is_answered(
         return [e for e in outbox.sent if isinstance(e.body, FetchRequest)]
 
     async def scenario() -> None:
-        queue, outbox = RaftMessageQueue(), Outbox()
-        client = RaftClient(
-            1,
-            frozenset({1, 2, 3}),
-            FileLog(tmp_path / "log"),
-            FileQuorumStateStore(tmp_path / "quorum-state"),
-            outbox,
-            MonotonicClock(),
-            random.Random(1),
-        )
-        driver = RaftDriver(client, queue, tick_ms=60_000)  # one tick, at the start
+        _, outbox, queue, driver = node_1_on_a_slow_tick(tmp_path, frozenset({1, 2, 3}))
         driver.start()
         queue.add(Envelope(3, 1, 1, BeginQuorumEpochRequest(3, 1)))  # 3 leads epoch 1
         try:
@@ -138,17 +146,7 @@ def test_the_driver_answers_a_held_fetch_when_its_wait_runs_out(tmp_path: Path) 
     the end of the wait."""
 
     async def scenario() -> None:
-        queue, outbox = RaftMessageQueue(), Outbox()
-        client = RaftClient(
-            1,
-            frozenset({1}),
-            FileLog(tmp_path / "log"),
-            FileQuorumStateStore(tmp_path / "quorum-state"),
-            outbox,
-            MonotonicClock(),
-            random.Random(1),
-        )
-        driver = RaftDriver(client, queue, tick_ms=60_000)  # one tick, at the start
+        client, outbox, queue, driver = node_1_on_a_slow_tick(tmp_path, frozenset({1}))
         driver.start()
         try:
             await until(lambda: client.is_ready_leader(), 5)

@@ -73,6 +73,16 @@ class Fetcher:
         return None
 
 
+def observer_waiting(tmp_path: Path) -> tuple[VirtualClock, RaftClient, Fetcher, int]:
+    """A leader holding the observer's fetch at its log end, which it reached
+    with a first fetch; the held fetch's correlation id."""
+    clock = VirtualClock()
+    client, outbox = elected(tmp_path, clock)
+    observer = Fetcher(client, outbox, OBSERVER)
+    observer.fetch(0, 0)
+    return clock, client, observer, observer.fetch(1, 1)
+
+
 def test_a_fetch_with_nothing_new_waits_for_the_next_entry(tmp_path: Path) -> None:
     clock = VirtualClock()
     client, outbox = elected(tmp_path, clock)
@@ -101,11 +111,7 @@ def test_a_fetch_waits_for_the_high_watermark_to_move(tmp_path: Path) -> None:
 
 
 def test_a_held_fetch_is_answered_as_it_stood_when_its_wait_runs_out(tmp_path: Path) -> None:
-    clock = VirtualClock()
-    client, outbox = elected(tmp_path, clock)
-    observer = Fetcher(client, outbox, OBSERVER)
-    observer.fetch(0, 0)
-    held = observer.fetch(1, 1)
+    clock, client, observer, held = observer_waiting(tmp_path)
     clock.now += WAIT_MS - 1
     client.poll()
     assert observer.answer(held) is None
@@ -116,11 +122,7 @@ def test_a_held_fetch_is_answered_as_it_stood_when_its_wait_runs_out(tmp_path: P
 
 
 def test_a_held_fetch_is_answered_when_the_leader_resigns(tmp_path: Path) -> None:
-    clock = VirtualClock()
-    client, outbox = elected(tmp_path, clock)
-    observer = Fetcher(client, outbox, OBSERVER)
-    observer.fetch(0, 0)
-    held = observer.fetch(1, 1)
+    _, client, observer, held = observer_waiting(tmp_path)
     client.resign()
     client.poll()
     answer = observer.answer(held)
@@ -128,21 +130,13 @@ def test_a_held_fetch_is_answered_when_the_leader_resigns(tmp_path: Path) -> Non
 
 
 def test_a_newer_fetch_from_the_replica_has_the_older_answered(tmp_path: Path) -> None:
-    clock = VirtualClock()
-    client, outbox = elected(tmp_path, clock)
-    observer = Fetcher(client, outbox, OBSERVER)
-    observer.fetch(0, 0)
-    older = observer.fetch(1, 1)
+    _, _, observer, older = observer_waiting(tmp_path)
     newer = observer.fetch(1, 1)
     assert observer.answer(older) is not None and observer.answer(newer) is None
 
 
 def test_a_newer_fetch_answered_at_once_still_has_the_older_answered(tmp_path: Path) -> None:
-    clock = VirtualClock()
-    client, outbox = elected(tmp_path, clock)
-    observer = Fetcher(client, outbox, OBSERVER)
-    observer.fetch(0, 0)
-    older = observer.fetch(1, 1)
+    _, _, observer, older = observer_waiting(tmp_path)
     restarted = observer.answer(observer.fetch(0, 0))  # it lost its log: entries at once
     assert restarted is not None and restarted.records
     assert observer.answer(older) is not None
