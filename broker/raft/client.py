@@ -123,7 +123,11 @@ class _ParkedFetch:
     epoch: int
     end_offset: int
     received_ms: int
-    deadline: int
+
+    @property
+    def deadline(self) -> int:
+        """When its wait runs out."""
+        return self.received_ms + self.request.max_wait_ms
 
 
 class RaftClient:
@@ -489,15 +493,8 @@ class RaftClient:
         self, source: int, correlation_id: int, request: FetchRequest, response: FetchResponse
     ) -> None:
         """Hold a fetch until ``_answer_parked_fetches`` answers it."""
-        now = self.clock.now_ms()
         self._parked[source] = _ParkedFetch(
-            correlation_id,
-            request,
-            response,
-            self.epoch,
-            self.log.end_offset,
-            now,
-            now + request.max_wait_ms,
+            correlation_id, request, response, self.epoch, self.log.end_offset, self.clock.now_ms()
         )
 
     def _answer_parked_fetches(self) -> None:
