@@ -5,9 +5,8 @@ as they arrive and polls it after each batch, so it acts on a message at once
 a fetch it holds as leader runs out; it also polls it every tick for its timers,
 then gives the owner (the controller) its own tick. The timers are hundreds of
 milliseconds and more, so a tick of 50 ms costs an idle node little and fires them
-late by at most that. Messages reach it through a
-``RaftMessageQueue`` that the transport is built with too, so transport and driver
-never need each other."""
+late by at most that. Messages reach it through a ``RaftMessageQueue`` that the
+transport is built with too, so transport and driver never need each other."""
 
 from __future__ import annotations
 
