@@ -156,7 +156,7 @@ class Log:
         state = self.producer_state
         state.load_latest(below=self.next_offset)
         if state.map_end_offset < self.log_start_offset:
-            state.producers.clear()
+            state.replace_producers({})
             state.map_end_offset = self.log_start_offset
         for segment, pos, header in self._headers_from(state.map_end_offset):
             raw = segment.read_at(pos, header.size) if header.is_control else b""

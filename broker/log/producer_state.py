@@ -127,6 +127,9 @@ class ProducerStateManager:
         self.directory = directory
         self.ledger = ledger
         self.producers: dict[int, ProducerEntry] = {}
+        #: producer id -> the first offset of its open transaction (Kafka's
+        #: ongoingTxns), so that every fetch finds the LSO without a scan
+        self._open: dict[int, int] = {}
         self.map_end_offset = 0  # the state reflects the log below this offset
         #: producer id -> the guard of the transactional write being verified
         #: with its coordinator (Kafka's VerificationGuard); a marker clears it
@@ -203,7 +206,7 @@ class ProducerStateManager:
                 )
             )
         if header.is_transactional and entry.txn_first_offset is None:
-            entry.txn_first_offset = header.base_offset
+            entry.txn_first_offset = self._open[entry.producer_id] = header.base_offset
         return None
 
     def _complete(
@@ -211,6 +214,7 @@ class ProducerStateManager:
     ) -> CompletedTxn | None:
         first = entry.txn_first_offset
         entry.txn_first_offset = None
+        self._open.pop(entry.producer_id, None)
         self.verifying.pop(entry.producer_id, None)
         if first is None:
             return None
@@ -244,24 +248,34 @@ class ProducerStateManager:
         one transaction share it, as in Kafka)."""
         return self.verifying.setdefault(producer_id, VerificationGuard())
 
+    def replace_producers(self, producers: dict[int, ProducerEntry]) -> None:
+        """Takes ``producers`` as the whole state, their open transactions with it."""
+        self.producers = producers
+        self._open = {
+            pid: e.txn_first_offset
+            for pid, e in producers.items()
+            if e.txn_first_offset is not None
+        }
+
     def first_unstable_offset(self) -> int | None:
         """The first offset of an open transaction, if any."""
-        firsts = [
-            e.txn_first_offset for e in self.producers.values() if e.txn_first_offset is not None
-        ]
-        return min(firsts) if firsts else None
+        return min(self._open.values()) if self._open else None
 
     def first_unsettled_offset(self, high_watermark: int) -> int | None:
         """Where the last stable offset stops: the first offset of an open
         transaction, or of a finished one whose marker is not below the HW
         yet, so a read_committed reader never sees a transaction's data before
         its outcome is as safe as the data (Kafka's firstUnstableOffset)."""
-        unsettled = [f for f, marker in self.unreplicated.items() if marker >= high_watermark]
-        known = [f for f in (self.first_unstable_offset(), *unsettled) if f is not None]
-        return min(known) if known else None
+        first = self.first_unstable_offset()
+        for start, marker in self.unreplicated.items():
+            if marker >= high_watermark and (first is None or start < first):
+                first = start
+        return first
 
     def on_high_watermark(self, high_watermark: int) -> None:
         """Forgets the finished transactions whose marker is below the HW."""
+        if not self.unreplicated:
+            return
         self.unreplicated = {
             first: marker for first, marker in self.unreplicated.items() if marker >= high_watermark
         }
@@ -270,7 +284,7 @@ class ProducerStateManager:
         """Forgets everything: the log now starts empty at ``offset``."""
         for path in self._snapshot_files():
             path.unlink()
-        self.producers.clear()
+        self.replace_producers({})
         self.unreplicated.clear()
         self.verifying.clear()
         self.map_end_offset = offset
@@ -281,7 +295,7 @@ class ProducerStateManager:
         for path in self._snapshot_files():
             if int(path.stem) > offset:
                 path.unlink()
-        self.producers.clear()
+        self.replace_producers({})
         self.unreplicated.clear()
         self.verifying.clear()
         self.map_end_offset = 0
@@ -322,6 +336,8 @@ class ProducerStateManager:
             except (OSError, ValueError, KeyError, TypeError):
                 path.unlink()
                 continue
-            self.producers, self.map_end_offset = producers, end
+            self.replace_producers(producers)
+            self.map_end_offset = end
             return
-        self.producers, self.map_end_offset = {}, 0
+        self.replace_producers({})
+        self.map_end_offset = 0

@@ -177,6 +177,32 @@ def test_markers_track_lso_and_aborted_index(tmp_path: Path, ledger: FsyncLedger
     assert values_of(reopened) == [(0, b"t1"), (1, b"plain")]
 
 
+@pytest.mark.parametrize("clean", [True, False], ids=["snapshot", "replay"])
+def test_an_open_transaction_holds_the_lso_across_a_restart_until_truncated(
+    tmp_path: Path, ledger: FsyncLedger, clean: bool
+) -> None:
+    log = open_log(tmp_path, ledger)
+    log.append(bytearray(make_batch([b"plain"])), 0)  # offset 0
+    log.append(bytearray(make_batch([b"t"], 5, 0, 0, transactional=True)), 0)  # offset 1
+    log.append(bytearray(make_batch([b"u"], 6, 0, 0, transactional=True)), 0)  # offset 2
+    log.append_marker(5, 0, commit=True, coordinator_epoch=0, leader_epoch=0)  # offset 3
+    assert log.producer_state.first_unsettled_offset(high_watermark=4) == 2
+    if clean:
+        log.close()
+    else:
+        log.segments[-1].close()  # a crash: no clean snapshot
+    reopened = open_log(tmp_path, ledger, clean=clean)
+    assert reopened.producer_state.first_unstable_offset() == 2
+    reopened.truncate_to(2)  # without its commit marker, offset 1's transaction is open
+    assert reopened.producer_state.first_unstable_offset() == 1
+    reopened.truncate_to(1)
+    assert reopened.producer_state.first_unsettled_offset(high_watermark=1) is None
+    reopened.append(bytearray(make_batch([b"v"], 7, 0, 0, transactional=True)), 0)  # offset 1
+    assert reopened.producer_state.first_unstable_offset() == 1
+    reopened.truncate_fully_and_start_at(10)  # a follower behind its leader's log start
+    assert reopened.producer_state.first_unstable_offset() is None
+
+
 def test_idle_producers_expire_but_open_transactions_stay(
     tmp_path: Path, ledger: FsyncLedger
 ) -> None:
