@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker.config import BrokerConfig, ConfigError, topic_config
@@ -283,16 +283,17 @@ class ReplicaManager:
 
     # -- reads -----------------------------------------------------------------
     def read(
-        self, request: FetchRequestPartition, read_committed: bool, min_one: bool
+        self, request: FetchRequestPartition, max_bytes: int, read_committed: bool, min_one: bool
     ) -> FetchResult:
-        """One partition of a fetch: records below the HW (or the LSO for read_committed)."""
+        """One partition of a fetch, at most ``max_bytes`` of it: records below the
+        HW (or the LSO for read_committed)."""
         try:
             partition = self.partition(request.topic, request.partition)
             partition.check_leader_epoch(request.current_leader_epoch)
             partition.check_leader(self.config.node_id)
             plog = partition.log
             upper = partition.fetch_upper(read_committed)
-            records = plog.read(request.offset, request.max_bytes, upper, min_one)
+            records = plog.read(request.offset, max_bytes, upper, min_one)
             aborted = (
                 plog.aborted_transactions(request.offset, upper)
                 if read_committed and records
@@ -351,8 +352,8 @@ class ReplicaManager:
         results = []
         budget = max_bytes
         for request in requests:
-            limited = replace(request, max_bytes=min(request.max_bytes, max(budget, 0)))
-            result = self.read(limited, read_committed, min_one=budget == max_bytes)
+            limit = min(request.max_bytes, max(budget, 0))
+            result = self.read(request, limit, read_committed, min_one=budget == max_bytes)
             budget -= len(result.records)
             results.append(result)
         return results

@@ -23,7 +23,7 @@ def manager(tmp_path: Path) -> ReplicaManager:
 
 def read(rm: ReplicaManager, committed: bool):
     return rm.read(
-        FetchRequestPartition("t", 0, 0, 1 << 20), read_committed=committed, min_one=True
+        FetchRequestPartition("t", 0, 0, 1 << 20), 1 << 20, read_committed=committed, min_one=True
     )
 
 
