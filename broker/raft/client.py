@@ -113,14 +113,13 @@ class _InFlight:
 
 @dataclass(frozen=True, slots=True)
 class _ParkedFetch:
-    """A fetch the leader holds, with the answer it had nothing new in, and the
-    epoch, log end and (in the answer) high watermark it was made at: once any of
-    them changes the fetch is answered anew."""
+    """A fetch the leader holds, with the answer it had nothing new in and the log
+    end it was made at; once the log end, or the epoch or high watermark the
+    answer carries, changes, the fetch is answered anew."""
 
     correlation_id: int
     request: FetchRequest
     response: FetchResponse
-    epoch: int
     end_offset: int
     received_ms: int
 
@@ -494,7 +493,7 @@ class RaftClient:
     ) -> None:
         """Hold a fetch until ``_answer_parked_fetches`` answers it."""
         self._parked[source] = _ParkedFetch(
-            correlation_id, request, response, self.epoch, self.log.end_offset, self.clock.now_ms()
+            correlation_id, request, response, self.log.end_offset, self.clock.now_ms()
         )
 
     def _answer_parked_fetches(self) -> None:
@@ -508,7 +507,7 @@ class RaftClient:
         for source, parked in list(self._parked.items()):
             unchanged = (
                 isinstance(state, LeaderState)
-                and state.epoch == parked.epoch
+                and state.epoch == parked.response.leader_epoch
                 and self.log.end_offset == parked.end_offset
                 and state.high_watermark == parked.response.high_watermark
             )
