@@ -184,13 +184,20 @@ MIN_FINAL_OP_TIMEOUT_S = 5.0
 
 def build_generator(spec: TestSpec, workload: Any, package: Any) -> gen.Generator | None:
     """Main phase (workload at ``rate`` under the fault schedule, for
-    ``time_limit``), then the heal, the recovery wait, and the final reads."""
+    ``time_limit``), then the heal, the recovery wait, and the final reads.
+
+    The heal comes at the time limit, while the main phase's last client
+    ops are still running: ops held up by a fault would otherwise keep that
+    fault in force until they time out, seconds of a run spent waiting on
+    nothing."""
     clients = gen.stagger(1 / spec.rate, workload.generator, gen.Rand.derive(spec.seed, "stagger"))
     faults = gen.timeline(package.schedule(spec.time_limit)) if package else None
-    heal = [dict(o) for o in package.final_ops()] if package else []
+    heal = [(spec.time_limit, dict(o)) for o in package.final_ops()] if package else []
     return gen.phases(
-        gen.time_limit(spec.time_limit, gen.with_nemesis(faults, clients)),
-        gen.on_nemesis(heal),
+        [
+            gen.time_limit(spec.time_limit, gen.with_nemesis(faults, clients)),
+            gen.on_nemesis(gen.timeline(heal)),
+        ],
         gen.log("waiting for recovery"),
         gen.sleep(spec.recovery_time),
         # a third of the final phase per op: a client stuck in librdkafka past

@@ -8,12 +8,13 @@ import json
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from broker.launcher import BrokerProcess
-from generator.simulate import simulate
+from generator.simulate import ok_completion, simulate
 from harness import runner
 from harness.cli import main
 from harness.runner import FaultTracker, RunState, build_generator, run_test
@@ -25,8 +26,11 @@ from tests.harness.runs import history_ops
 from workloads.workload import build as build_workload
 
 
-def schedule(seed: int, latency: int, concurrency: int) -> tuple[list, list]:
-    """The client and nemesis ops the full test generator issues for ``seed``."""
+def simulated(
+    seed: int, latency: int, concurrency: int, complete: Callable[[dict], dict] = ok_completion
+) -> list[dict]:
+    """The history of the full test generator for ``seed``, an op taking
+    ``latency`` ns unless ``complete`` times it."""
     spec = resolve(
         None,
         {
@@ -43,10 +47,17 @@ def schedule(seed: int, latency: int, concurrency: int) -> tuple[list, list]:
     )
     workload = build_workload(spec.workload_options(), "unused:9092")
     package = build_nemesis(list(spec.faults), seed=spec.seed, interval=spec.nemesis_interval)
-    h = simulate(
-        build_generator(spec, workload, package), concurrency=spec.concurrency, latency=latency
+    return simulate(
+        build_generator(spec, workload, package),
+        concurrency=spec.concurrency,
+        latency=latency,
+        complete=complete,
     )
-    invokes = [o for o in h if o["type"] == "invoke"]
+
+
+def schedule(seed: int, latency: int, concurrency: int) -> tuple[list, list]:
+    """The client and nemesis ops the full test generator issues for ``seed``."""
+    invokes = [o for o in simulated(seed, latency, concurrency) if o["type"] == "invoke"]
     client = [
         (o["f"], o["value"], o.get("abort"))
         for o in invokes
@@ -75,6 +86,22 @@ def test_the_fault_schedule_ends_healed_before_the_final_reads() -> None:
     _, faults = schedule(3, latency=1_000_000, concurrency=2)
     assert {f for f, _, _ in faults[-2:]} == {"start", "stop-partition"}
     assert all(t <= 20_000 for _, _, t in faults[:-2])
+
+
+def test_the_heal_comes_at_the_time_limit_not_after_the_main_phases_last_ops() -> None:
+    def slow_clients(o: dict) -> dict:  # a client op 5 s, as one held up by a fault
+        slow = o["process"] != "nemesis" and o["f"] not in ("assign", "subscribe")
+        return {**o, "type": "ok", "time": o["time"] + (5_000_000_000 if slow else 1_000_000)}
+
+    h = simulated(3, latency=0, concurrency=2, complete=slow_clients)
+    nemesis = [o for o in h if o["process"] == "nemesis" and o["type"] == "invoke"]
+    faults, heal = nemesis[:-2], nemesis[-2:]
+    assert {o["f"] for o in heal} == {"start", "stop-partition"}
+    main = [o for o in h if o["process"] != "nemesis" and o["time"] < 20e9]
+    main_ends = max(slow_clients(o)["time"] for o in main if o["type"] == "invoke")
+    assert main_ends > 20e9  # client ops invoked before the 20 s limit end after it
+    assert all(f["time"] < 20e9 for f in faults)
+    assert all(20e9 <= o["time"] < main_ends for o in heal)  # not once those ops have ended
 
 
 def test_fault_tracker_follows_starts_and_stops() -> None:
