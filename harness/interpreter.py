@@ -14,7 +14,8 @@ and completions come back on one shared queue. The loop follows Jepsen's
 
 However the run ends, each worker then closes its client (a client left open
 keeps reconnecting to a cluster about to be torn down), and the run waits
-for that, up to ``close_timeout_s``.
+for the current ones to, up to ``close_timeout_s``; a worker replaced when
+its op timed out is stuck in a call and left to it.
 
 Every invocation and completion is passed to ``journal`` the moment it is
 stamped, so a run killed half-way leaves every op it made on disk. A thread
@@ -29,7 +30,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,12 +141,14 @@ class Interpreter:
         return Outcome(self._index, interrupted, abandoned)
 
     def _stop_workers(self) -> None:
-        """Stops every worker and waits until they have closed their clients,
-        at most ``close_timeout_s`` in all; one stuck in a call is left to it
-        on its daemon thread, client open."""
+        """Stops every worker and waits until the current ones have closed
+        their clients, at most ``close_timeout_s`` in all; one stuck in a call
+        is left to it on its daemon thread, client open. A worker replaced
+        when its op timed out is stuck already and is not waited for here
+        (``await_workers`` is, where it matters)."""
         for inbox in self._inboxes.values():
             inbox.put(STOP)
-        stuck = self.await_workers(self.close_timeout_s)
+        stuck = self._await(self._current.values(), self.close_timeout_s)
         if stuck:
             log.warning(
                 "%d worker(s) still in a call %g s after the run, their clients open: %s",
@@ -160,10 +163,14 @@ class Interpreter:
         can outlive its own timeout while a coordinator is away (librdkafka
         #5456) and return only when brokers change state, e.g. once the
         cluster is gone. Returns the names of those still running."""
+        return self._await(self._workers, timeout_s)
+
+    @staticmethod
+    def _await(workers: Collection[threading.Thread], timeout_s: float) -> list[str]:
         deadline = time.monotonic() + timeout_s
-        for worker in self._workers:
+        for worker in workers:
             worker.join(max(0.0, deadline - time.monotonic()))
-        return [w.name for w in self._workers if w.is_alive()]
+        return [w.name for w in workers if w.is_alive()]
 
     def _spawn(self, thread: Any) -> None:
         """A new worker for ``thread``; its completions are tagged with its id

@@ -24,6 +24,14 @@ from harness.stopping import STOP_SIGNALS, signal_handled, stop, stop_signals_ex
 
 #: how long the process may take to end once it has answered
 EXIT_S = 30.0
+_ends_with_its_call = False
+
+
+def ends_with_its_call() -> bool:
+    """Whether this process is one of ``call_isolated``'s, which ends as soon
+    as its call has answered: what its call leaves running needs no waiting
+    for."""
+    return _ends_with_its_call
 
 
 class NoAnswer(Exception):
@@ -112,6 +120,8 @@ def dump_stacks_on_sigusr1() -> None:
 
 
 def _answer(fn: Callable[..., Any], args: tuple[Any, ...], send: Any, level: int) -> None:
+    global _ends_with_its_call
+    _ends_with_its_call = True
     logging.basicConfig(level=level)
     dump_stacks_on_sigusr1()
     try:

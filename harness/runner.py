@@ -26,6 +26,7 @@ import generator as gen
 from control.db.reference import cluster_settings
 from harness.cluster import Cluster, ClusterError, ClusterSpec
 from harness.interpreter import Counts, Interpreter, Outcome
+from harness.isolated import ends_with_its_call
 from harness.protocols import NoopNemesis, ValidatingClient, ValidatingNemesis
 from harness.spec import SpecError, TestSpec
 from harness.stopping import stop_signals_exit
@@ -36,7 +37,8 @@ log = logging.getLogger(__name__)
 #: results.json "valid" → Jepsen exit code
 EXIT_CODES = {True: 0, False: 1, "unknown": 2}
 # How long a finished run waits, once its cluster is gone and its history
-# checked, for client calls still stuck (Interpreter.await_workers).
+# checked, for client calls still stuck (Interpreter.await_workers), unless
+# its process ends with the run (harness.isolated).
 STUCK_CALLS_S = 20.0
 
 
@@ -302,8 +304,10 @@ def run_test(
         save_faults(run_dir, spec)
     state.phase = "checking"
     results = analyse(run_dir, spark)
-    if interpreter is not None and (stuck := interpreter.await_workers(STUCK_CALLS_S)):
-        log.warning("%d client(s) still in a call after the run, left open", len(stuck))
+    if interpreter is not None:
+        wait_s = 0.0 if ends_with_its_call() else STUCK_CALLS_S
+        if stuck := interpreter.await_workers(wait_s):
+            log.warning("%d client(s) still in a call after the run, left open", len(stuck))
     state.phase = "done"
     return RunResult(run_dir, results, outcome)
 

@@ -259,6 +259,25 @@ def test_a_worker_stuck_past_the_run_is_awaited_until_its_call_returns() -> None
     assert it.await_workers(10) == []
 
 
+def test_the_run_ends_without_waiting_for_a_worker_its_op_timed_out_on() -> None:
+    release = threading.Event()
+    it = Interpreter(
+        {},
+        g.on_clients([{"f": "w", "value": 1}, {"f": "w", "value": 2}]),
+        client=Hangs({1}, release),
+        nemesis=NoopNemesis(),
+        concurrency=1,
+        journal=lambda op: None,
+        op_timeout_s=0.2,
+        close_timeout_s=60,  # the current worker closes at once; the stuck one is not awaited
+    )
+    done = threading.Event()
+    threading.Thread(target=lambda: (it.run(), done.set()), daemon=True).start()
+    ended = done.wait(20)
+    release.set()
+    assert ended, "the run waited for the worker stuck in its timed-out call"
+
+
 def test_an_op_timeout_pseudo_op_sets_the_timeout_for_the_ops_after_it() -> None:
     release = threading.Event()
     history: list[dict] = []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.isolated import NoAnswer, call_isolated
+from harness.isolated import NoAnswer, call_isolated, ends_with_its_call
 from harness.stopping import exit_once, stop_signals_exit
 
 
@@ -37,6 +37,11 @@ def test_the_answer_comes_back_and_the_stuck_thread_ends_with_its_process() -> N
     assert call_isolated(stuck_forever, 21) == 42
     assert time.monotonic() - t0 < 25  # not EXIT_S: the process ended of itself
     assert set(threading.enumerate()) <= threads
+
+
+def test_only_the_isolated_process_is_told_it_ends_with_its_call() -> None:
+    assert call_isolated(ends_with_its_call) is True
+    assert ends_with_its_call() is False
 
 
 def test_what_the_call_raises_is_raised_here() -> None:
