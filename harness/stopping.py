@@ -36,8 +36,10 @@ def exit_once(signum: int, frame: Any) -> None:
 def stop(signum: int) -> NoReturn:
     """Exits as the stop signal ``signum`` asks (``SystemExit``, 128 + it),
     marking this process as on its way out, so that ``exit_once`` ignores
-    later stop signals while a ``stop_signals_exit`` block is open."""
-    if not _stopping:
+    later stop signals while a ``stop_signals_exit`` block is open. Outside
+    one nothing is marked: no block's end would clear the mark, and a later
+    block would ignore its first stop."""
+    if _depth[0] and not _stopping:
         _stopping.append(signum)
     raise SystemExit(128 + signum)
 

@@ -142,6 +142,9 @@ def test_a_stop_signal_here_stops_the_run_there_and_then_this_process(
     assert healed.exists()  # its clean-up ran to the end before the answer
     assert time.monotonic() - t0 < 25  # not its 30 s of sleep
     assert signal.getsignal(signum) is signal.SIG_DFL
+    with pytest.raises(SystemExit), stop_signals_exit():  # a later block is stopped too
+        os.kill(os.getpid(), signum)
+        time.sleep(5)
 
 
 def test_a_stop_passed_on_leaves_this_process_stopping(tmp_path: Path) -> None:
