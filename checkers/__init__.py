@@ -17,4 +17,11 @@ def check(source: Any, **kwargs: Any) -> dict[str, Any]:
     return _check(source, **kwargs)
 
 
-__all__ = ["check"]
+def warm_up(spark: Any) -> dict[str, Any]:
+    """See :func:`checkers.analyze.warm_up`."""
+    from checkers.analyze import warm_up as _warm_up
+
+    return _warm_up(spark)
+
+
+__all__ = ["check", "warm_up"]

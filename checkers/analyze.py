@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 CAP = 64  # instances kept per kind; exact counts stay in stats
 BIG_HEAP_ROWS = 1_000_000  # histories whose Spark jobs leave a heap worth giving back
 CYCLE_TIMEOUT_S = 60.0
+WARM_UP_OPS = 20  # ops of the synthetic history a session is warmed up with
 
 
 class _Timer:
@@ -160,6 +163,19 @@ def check(
         release_jvm_objects()
     result["timings"]["total"] = round(time.perf_counter() - t0, 3)
     return result
+
+
+def warm_up(spark: SparkSession) -> dict[str, Any]:
+    """Checks a small synthetic (valid) history on ``spark``; returns the
+    result. A session's first check compiles the query code of Spark's jobs
+    and starts its Python workers, seconds that a run spends while its
+    workload runs instead of before its verdict."""
+    from checkers.synth import write_history
+
+    with tempfile.TemporaryDirectory(prefix="jepka-warm-up-") as folder:
+        path = os.path.join(folder, "history.jsonl")
+        write_history(path, seed=1, n_ops=WARM_UP_OPS, processes=3, keys=4)
+        return check(path, spark=spark)
 
 
 def _judge(

@@ -376,11 +376,13 @@ def versions(spec: TestSpec) -> dict[str, str]:
 
 
 def _start_spark() -> Any:
+    """The Spark session, started and warmed up while the run goes on."""
     try:
+        from checkers import warm_up
         from checkers.spark.session import start_in_background
     except ImportError:  # the checker is optional for recording-only use
         return None
-    return start_in_background()
+    return start_in_background(then=warm_up)
 
 
 def analyse(run_dir: RunDir, spark_future: Any = None) -> dict[str, Any]:

@@ -86,6 +86,7 @@ def _java_options() -> str:
 
 
 _pending: dict[str, Future[SparkSession]] = {}
+_warming_up = threading.local()  # set on a thread while it warms up the session it builds
 
 
 def _settings(master: str) -> dict[str, str]:
@@ -137,6 +138,19 @@ def _build(master: str) -> SparkSession:
     if not master.startswith("local"):
         session.sparkContext.addPyFile(str(_code_archive()))
     log.info("spark session up on %s", master)
+    return session
+
+
+def _build_then(master: str, then: Callable[[SparkSession], Any] | None) -> SparkSession:
+    session = _build(master)
+    if then is not None:
+        _warming_up.active = True
+        try:
+            then(session)
+        except Exception:  # the session's first real check will say what is wrong
+            log.warning("the Spark session's warm-up failed", exc_info=True)
+        finally:
+            _warming_up.active = False
     return session
 
 
@@ -205,9 +219,17 @@ def in_background(fn: Callable[..., T], *args: Any, name: str) -> Future[T]:
     return done
 
 
-def start_in_background(master: str | None = None) -> Future[SparkSession]:
+def start_in_background(
+    master: str | None = None, then: Callable[[SparkSession], Any] | None = None
+) -> Future[SparkSession]:
     """Starts building the session for ``master`` on a thread; idempotent while
-    the session lives, and builds a new one once its JVM is gone."""
+    the session lives, and builds a new one once its JVM is gone. ``then``
+    runs on a session this call starts building, before the future resolves
+    (a warm-up); a session built or being built already is returned as it is.
+    A warm-up may not ask for a session (a check retrying on a new one
+    would): the session it would get is the one waiting for it to end."""
+    if getattr(_warming_up, "active", False):
+        raise RuntimeError("a Spark session's warm-up asked for a session")
     master = master or LOCAL_MASTER
     with _lock:
         fut = _pending.get(master)
@@ -217,7 +239,7 @@ def start_in_background(master: str | None = None) -> Future[SparkSession]:
             _forget()
             fut = None
         if fut is None:
-            fut = in_background(_build, master, name="spark-start")
+            fut = in_background(_build_then, master, then, name="spark-start")
             _pending[master] = fut
     return fut
 

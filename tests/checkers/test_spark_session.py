@@ -18,7 +18,7 @@ import pytest
 from py4j.java_gateway import JavaObject
 from pyspark.sql import SparkSession
 
-from checkers.analyze import check
+from checkers.analyze import check, warm_up
 from checkers.spark.session import STARTUP_NOISE, filter_jvm_stderr
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -31,12 +31,22 @@ SCRIPT = textwrap.dedent(
     from pyspark import SparkContext
     from checkers.spark.session import start_in_background
 
-    first = start_in_background().result()
-    print("first", first.range(5).count())
+    warmed = []
+
+    def warm(session):
+        warmed.append(session)
+        try:  # as a check retrying on a new session would
+            start_in_background()
+        except RuntimeError:
+            warmed.append("refused")
+
+    first = start_in_background(then=warm).result()
+    same = start_in_background(then=warmed.append).result()  # built already: no warm-up
+    print("first", first.range(5).count(), same is first, warmed[1:])
     os.kill(SparkContext._gateway.proc.pid, signal.SIGKILL)
     SparkContext._gateway.proc.wait(30)
-    second = start_in_background().result()
-    print("second", second.range(7).count(), second is not first)
+    second = start_in_background(then=warmed.append).result()
+    print("second", second.range(7).count(), second is not first, warmed[-1] is second)
     second.stop()
     """
 )
@@ -44,8 +54,14 @@ SCRIPT = textwrap.dedent(
 
 def test_a_dead_jvm_is_replaced_by_a_new_session() -> None:
     done = run_child(SCRIPT)
-    assert done.stdout.split("\n")[:2] == ["first 5", "second 7 True"], done.stdout
+    assert done.stdout.split("\n")[:2] == ["first 5 True ['refused']", "second 7 True True"], (
+        done.stdout
+    )
     assert not STARTUP_NOISE.search(done.stderr), done.stderr  # both JVMs started quietly
+
+
+def test_the_warm_up_checks_a_valid_history(spark: SparkSession) -> None:
+    assert warm_up(spark)["valid"] is True
 
 
 def test_the_jvms_stderr_passes_on_all_but_its_start_up_noise(
