@@ -102,7 +102,7 @@ def test_a_check_on_a_spark_cluster_gives_the_local_result(
     spark_cluster: str, spark: SparkSession, tmp_path: Path
 ) -> None:
     history = tmp_path / "history.jsonl"
-    write_ops(iter(generate(7, 200_000, fault="lost-write")), str(history), "jsonl")
+    write_ops(iter(generate(7, 20_000, fault="lost-write")), str(history), "jsonl")
     local = check(str(history), spark=spark)
     done = subprocess.run(
         [sys.executable, "-c", CHECK_ON_CLUSTER, str(history), spark_cluster],
