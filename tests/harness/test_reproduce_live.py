@@ -26,7 +26,7 @@ faults:
 CASE = [
     "--workload", "txn", "--bug", "lso-off-by-one", "--nodes", "1",
     "--replication-factor", "1", "--min-isr", "1", "--abort-p", "1/4",
-    "--key-count", "1", "--concurrency", "2", "--rate", "50", "--time-limit", "5",
+    "--key-count", "1", "--concurrency", "1", "--rate", "50", "--time-limit", "5",
     "--final-time-limit", "10", "--recovery-time", "1", "--seed", "1",
 ]  # fmt: skip
 
