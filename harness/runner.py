@@ -243,11 +243,11 @@ def run_test(
     if origin is not None:
         test["origin"] = origin.to_json(run_dir.path)
     run_dir.save_test(test)
-    spark = _start_spark()
     outcome: Outcome | None = None
     interpreter: Interpreter | None = None
     package = None
     with ExitStack() as stack:
+        spark = _start_spark(stack)
         # a SIGTERM or SIGHUP from here on tears the cluster down on its way out
         stack.enter_context(stop_signals_exit())
         cluster = stack.enter_context(cluster_phase(spec, run_dir, state))
@@ -375,13 +375,15 @@ def versions(spec: TestSpec) -> dict[str, str]:
     }
 
 
-def _start_spark() -> Any:
-    """The Spark session, started and warmed up while the run goes on."""
+def _start_spark(stack: ExitStack) -> Any:
+    """The Spark session, started and warmed up while the run goes on, on
+    the CPU time the run leaves idle until ``stack`` closes."""
     try:
         from checkers import warm_up
-        from checkers.spark.session import start_in_background
+        from checkers.spark.session import start_in_background, yielding
     except ImportError:  # the checker is optional for recording-only use
         return None
+    stack.enter_context(yielding())
     return start_in_background(then=warm_up)
 
 

@@ -23,8 +23,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
@@ -131,8 +132,8 @@ def _build(master: str) -> SparkSession:
     # interpreter's packages (numpy, pyarrow and jepka's own).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = SparkConf().setMaster(master).setAppName("jepka-check").setAll(_settings(master).items())
-    if SparkContext._gateway is None and not os.environ.get(VERBOSE_ENV):
-        _start_jvm_quietly(conf)
+    if SparkContext._gateway is None:
+        _start_jvm(conf)
     session = SparkSession.builder.config(conf=conf).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     if not master.startswith("local"):
@@ -183,15 +184,96 @@ STARTUP_NOISE = re.compile(
 VERBOSE_ENV = "JEPKA_VERBOSE"
 
 
-def _start_jvm_quietly(conf: SparkConf) -> None:
-    """Launches the JVM with its stderr through a filter that drops
-    ``STARTUP_NOISE`` and passes every other line on, then its context."""
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    stream = gateway.proc.stderr
-    threading.Thread(
-        target=filter_jvm_stderr, args=(stream,), name="jvm-stderr", daemon=True
-    ).start()
+def _start_jvm(conf: SparkConf) -> None:
+    """Launches the JVM, with its stderr through a filter that drops
+    ``STARTUP_NOISE`` and passes every other line on (all of it with
+    ``VERBOSE_ENV``); then its context. Launched inside :func:`yielding`,
+    it leads a session of its own, so that its share of the CPU can be set
+    apart from this process's; otherwise it shares this process's session
+    and share, as the JVM of a check run on its own does."""
+    global _jvm, _applied
+    quiet = not os.environ.get(VERBOSE_ENV)
+    with _share_lock:
+        popen_kwargs: dict[str, Any] = {"start_new_session": _yielding}
+    if quiet:
+        popen_kwargs["stderr"] = subprocess.PIPE
+    gateway = launch_gateway(conf, popen_kwargs=popen_kwargs)
+    with _share_lock:
+        _jvm, _applied = gateway.proc, 0  # no nice value set on it yet
+        _apply_share()
+    if quiet:
+        threading.Thread(
+            target=filter_jvm_stderr, args=(gateway.proc.stderr,), name="jvm-stderr", daemon=True
+        ).start()
     SparkContext(conf=conf, gateway=gateway)
+
+
+#: the nice value of the JVM's session while it yields: Linux's lowest share
+YIELDING_NICE = 19
+#: how long giving the JVM its share back is retried: an unprivileged process
+#: may change an autogroup's nice value once per 100 ms in the whole system
+SHARE_RETRY_S = 2.0
+
+_jvm: subprocess.Popen[bytes] | None = None  # the last JVM launched
+_applied = 0  # the nice value its session has
+_yielding = False
+_share_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def yielding() -> Iterator[None]:
+    """Inside, the JVM runs on the CPU time other processes leave idle: one
+    launched meanwhile, from the moment its gateway answers (its boot
+    before that runs at the full share), or one launched so before. On
+    the way out it has its full share again. Not nestable. A run yields
+    while it goes on: the start and warm-up of the checker take more than
+    one of two cores for seconds, which would slow the brokers and
+    clients under test. Linux shares the CPU between sessions
+    (autogroups) before it shares a session's between its processes, and
+    each of a local cluster's brokers leads a session of its own; the JVM
+    leads one too (:func:`_start_jvm`), and that session is given nice
+    value 19, whose weight is 15 against the 1024 of every other busy
+    session. Where the kernel does not share by session (without
+    autogroups, with them turned off, or in a CPU cgroup other than the
+    root one, as a container's) this changes nothing."""
+    _set_yielding(True)
+    try:
+        yield
+    finally:
+        _set_yielding(False)
+
+
+def _set_yielding(value: bool) -> None:
+    global _yielding
+    with _share_lock:
+        _yielding = value
+        _apply_share()
+
+
+def _apply_share() -> None:
+    """Gives the JVM's session the nice value ``_yielding`` asks for; holds
+    ``_share_lock``."""
+    global _applied
+    proc = _jvm
+    nice = YIELDING_NICE if _yielding else 0
+    if proc is None or proc.poll() is not None or nice == _applied:
+        return
+    deadline = time.monotonic() + SHARE_RETRY_S
+    try:
+        if os.getsid(proc.pid) != proc.pid:
+            return
+        while True:
+            try:
+                Path(f"/proc/{proc.pid}/autogroup").write_text(str(nice))
+                _applied = nice
+                return
+            except BlockingIOError:  # another change within the last 100 ms
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.11)
+    except OSError as e:  # no autogroups, the JVM has just exited, or refused
+        level = logging.WARNING if _applied and proc.poll() is None else logging.DEBUG
+        log.log(level, "the checker's JVM keeps nice value %d: %s", _applied, e)
 
 
 def filter_jvm_stderr(stream: Any) -> None:

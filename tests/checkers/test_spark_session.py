@@ -1,8 +1,8 @@
 """A Spark JVM that dies (the OOM killer picks the biggest process), or a context
 Spark stops itself, is replaced on the next check instead of failing every later
-check of a ``jepka suite``; and a check frees the JVM objects it made. The tests
-that end a JVM run in child processes: the shared test session must not lose its
-own."""
+check of a ``jepka suite``; a run's JVM yields the CPU to the run; and a check
+frees the JVM objects it made. The tests that end a JVM run in child processes:
+the shared test session must not lose its own."""
 
 from __future__ import annotations
 
@@ -19,7 +19,12 @@ from py4j.java_gateway import JavaObject
 from pyspark.sql import SparkSession
 
 from checkers.analyze import check, warm_up
-from checkers.spark.session import STARTUP_NOISE, filter_jvm_stderr
+from checkers.spark.session import (
+    STARTUP_NOISE,
+    YIELDING_NICE,
+    filter_jvm_stderr,
+)
+from tests.autogroups import AUTOGROUPS, autogroup
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -29,7 +34,8 @@ SCRIPT = textwrap.dedent(
     """
     import os, signal
     from pyspark import SparkContext
-    from checkers.spark.session import start_in_background
+    from checkers.spark.session import start_in_background, yielding
+    from tests.autogroups import autogroup, nice
 
     warmed = []
 
@@ -43,20 +49,34 @@ SCRIPT = textwrap.dedent(
     first = start_in_background(then=warm).result()
     same = start_in_background(then=warmed.append).result()  # built already: no warm-up
     print("first", first.range(5).count(), same is first, warmed[1:])
-    os.kill(SparkContext._gateway.proc.pid, signal.SIGKILL)
+    jvm = SparkContext._gateway.proc.pid
+    print("in our session", os.getsid(jvm) == os.getsid(0))
+    with yielding():  # a JVM in our session is not ours to yield: our share stays
+        print("sharing", repr(autogroup("self")))
+    os.kill(jvm, signal.SIGKILL)
     SparkContext._gateway.proc.wait(30)
-    second = start_in_background(then=warmed.append).result()
-    print("second", second.range(7).count(), second is not first, warmed[-1] is second)
+    with yielding():  # as a run starts it: a new JVM starts yielding
+        second = start_in_background(then=warmed.append).result()
+        print("second", second.range(7).count(), second is not first, warmed[-1] is second)
+        jvm = SparkContext._gateway.proc.pid
+        print("yielding", os.getsid(jvm) == jvm, nice(jvm), repr(autogroup("self")))
+    print("after", nice(jvm), repr(autogroup("self")))
     second.stop()
     """
 )
 
 
 def test_a_dead_jvm_is_replaced_by_a_new_session() -> None:
+    ours = autogroup("self")  # the child's too: it shares this process's session
     done = run_child(SCRIPT)
-    assert done.stdout.split("\n")[:2] == ["first 5 True ['refused']", "second 7 True True"], (
-        done.stdout
-    )
+    assert done.stdout.split("\n")[:6] == [
+        "first 5 True ['refused']",
+        "in our session True",
+        f"sharing {ours!r}",
+        "second 7 True True",
+        f"yielding True {YIELDING_NICE if AUTOGROUPS else 'none'} {ours!r}",
+        f"after {'0' if AUTOGROUPS else 'none'} {ours!r}",
+    ], done.stdout
     assert not STARTUP_NOISE.search(done.stderr), done.stderr  # both JVMs started quietly
 
 

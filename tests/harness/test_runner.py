@@ -4,23 +4,27 @@ real ``jepka test`` end to end."""
 from __future__ import annotations
 
 import _thread
+import contextlib
 import json
+import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from pyspark import SparkContext
 
 from broker.launcher import BrokerProcess
+from checkers.spark import session
 from generator.simulate import ok_completion, simulate
-from harness import runner
 from harness.cli import main
 from harness.runner import FaultTracker, RunState, build_generator, run_test
 from harness.spec import resolve
 from harness.store import HistoryWriter
 from nemesis.package import build as build_nemesis
+from tests.autogroups import AUTOGROUPS, autogroup, nice
 from tests.client_threads import Snapshot
 from tests.harness.runs import history_ops
 from workloads.workload import build as build_workload
@@ -128,6 +132,7 @@ def test_jepka_test_end_to_end_gives_a_verdict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = tmp_path / "store"
+    ours = autogroup("self")
     code = main(
         [
             "test",
@@ -158,6 +163,10 @@ def test_jepka_test_end_to_end_gives_a_verdict(
     out, err = capsys.readouterr()
     assert code == 0, out + err
     assert "valid: True" in out
+    assert autogroup("self") == ours  # only a JVM of the run's own yields
+    jvm = SparkContext._gateway.proc.pid  # type: ignore[union-attr]
+    if AUTOGROUPS and os.getsid(jvm) == jvm:  # launched by the run: its full share is back
+        assert nice(jvm) == "0"
     run = (store / "latest").resolve()
     test = json.loads((run / "test.json").read_text())
     assert test["seed"] == 1 and test["status"] == "completed"
@@ -245,11 +254,24 @@ def test_a_run_that_fails_mid_way_closes_every_client(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     broker = BrokerProcess(tmp_path / "data").start(60)
-    monkeypatch.setattr(runner, "_start_spark", lambda: None)  # no verdict to give
+    # no verdict to give; whether the checker yields the CPU is recorded
+    shares: list[str] = []
+
+    @contextlib.contextmanager
+    def yielding() -> Iterator[None]:
+        shares.append("yielding")
+        try:
+            yield
+        finally:
+            shares.append("full share")
+
+    monkeypatch.setattr(session, "yielding", yielding)
+    monkeypatch.setattr(session, "start_in_background", lambda then: None)
     append = HistoryWriter.append
 
     def fail_after_40_ops(self: HistoryWriter, op: dict) -> None:
         if op["index"] == 40:
+            shares.append("failed")
             raise OSError("disk full")
         append(self, op)
 
@@ -261,5 +283,6 @@ def test_a_run_that_fails_mid_way_closes_every_client(
         with pytest.raises(OSError, match="disk full"):
             run_test(spec)
         assert before.new_client_threads() == []
+        assert shares == ["yielding", "failed", "full share"]  # yielded through the run
     finally:
         broker.kill()
