@@ -12,6 +12,7 @@ import logging
 import os
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -59,19 +60,23 @@ class _Timer:
         self.timings: dict[str, float] = {}
         self.jobs: dict[str, int] = {}
         self.spark: SparkSession | None = None
+        # a job group of this check's own: a session keeps the jobs of its
+        # earlier checks (a run's warm-up, a suite's other runs) by group
+        self._check = uuid.uuid4().hex
 
     @contextmanager
     def __call__(self, name: str) -> Iterator[None]:
         t0 = time.perf_counter()
         sc = self.spark.sparkContext if self.spark is not None else None
+        group = f"{name}-{self._check}"
         if sc is not None:
-            sc.setJobGroup(name, name)
+            sc.setJobGroup(group, name)
         try:
             yield
         finally:
             self.timings[name] = round(time.perf_counter() - t0, 3)
             if sc is not None:
-                self.jobs[name] = len(sc.statusTracker().getJobIdsForGroup(name))
+                self.jobs[name] = len(sc.statusTracker().getJobIdsForGroup(group))
                 sc.setJobGroup("", "")
 
 

@@ -84,6 +84,11 @@ def test_the_warm_up_checks_a_valid_history(spark: SparkSession) -> None:
     assert warm_up(spark)["valid"] is True
 
 
+def test_a_check_counts_only_its_own_spark_jobs(spark: SparkSession) -> None:
+    first, second = (warm_up(spark)["timings"]["spark_jobs"] for _ in range(2))
+    assert first == second and first["cases"] >= 1, (first, second)
+
+
 def test_the_jvms_stderr_passes_on_all_but_its_start_up_noise(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
