@@ -18,30 +18,11 @@ import threading
 import time
 from pathlib import Path
 
-from processes import cpu_seconds
+from processes import cpu_seconds, tree
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 sys.path.insert(0, str(ROOT))
-
-
-def _tree(pid: int) -> list[int]:
-    """``pid`` and all its descendants, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        found.append(p)
-        todo.extend(children.get(p, []))
-    return found
 
 
 def _sample(pids: list[int]) -> tuple[int, dict[int, float]]:
@@ -72,7 +53,7 @@ def run_measured(cmd: list[str]) -> tuple[float, int, float, str]:
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            rss, now = _sample(_tree(proc.pid))
+            rss, now = _sample(tree(proc.pid))
             peak = max(peak, rss)
             cpu.update(now)
             done.wait(0.25)

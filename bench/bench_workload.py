@@ -8,7 +8,10 @@ achieved rate is the completed ops invoked in them per second of them,
 and each ``f``'s latency p50 and p99 is over its ok completions among
 those. Ops held up by a fault are due at once after it (as under Jepsen's
 ``stagger``), so with faults the rate in healthy periods can pass the
-requested one. Needs root for the network namespaces.
+requested one. The CPU columns are the cores each part of the run used
+in those periods: the brokers, the run's own process (the harness and its
+clients) and the checker's JVM, which starts and warms up meanwhile.
+Needs root for the network namespaces.
 
     .venv/bin/python bench/bench_workload.py [--workloads queue,txn] [--rates 100,300,1000]
         [--time-limit 20] [--concurrency 5] [-- FLAGS]
@@ -17,6 +20,7 @@ requested one. Needs root for the network namespaces.
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import statistics
 import subprocess
@@ -26,6 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from processes import ROLES, RoleSampler, broker_pids
 
 from harness.store import HISTORY
 from reports.pairs import Fault, load_pairs
@@ -47,9 +52,12 @@ def healthy_windows(faults: list[Fault], time_limit: float) -> list[tuple[float,
     return [(a, b) for a, b in windows if b > a]
 
 
-def healthy_phase(history: Path, time_limit: float) -> tuple[float, int, dict[str, list[float]]]:
+def healthy_phase(
+    history: Path, time_limit: float
+) -> tuple[float, int, dict[str, list[float]], list[tuple[float, float]]]:
     """Seconds of the main phase with no fault in force, the client ops invoked
-    in them that completed, and ok latencies (ms) per f among those."""
+    in them that completed, ok latencies (ms) per f among those, and the
+    periods themselves."""
     pairs, faults, _ = load_pairs(history)
     windows = healthy_windows(faults, time_limit)
     inside = np.zeros(len(pairs.t0), dtype=bool)
@@ -59,7 +67,7 @@ def healthy_phase(history: Path, time_limit: float) -> tuple[float, int, dict[st
     latency: dict[str, list[float]] = defaultdict(list)
     for i in np.flatnonzero(done & (pairs.type == "ok")):
         latency[str(pairs.f[i])].append(float(pairs.t1[i] - pairs.t0[i]) * 1000)
-    return sum(b - a for a, b in windows), int(done.sum()), latency
+    return sum(b - a for a, b in windows), int(done.sum()), latency, windows
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -86,14 +94,26 @@ def run(workload: str, rate: float, args: argparse.Namespace) -> list[str]:
         "--store",
         store,
     ]
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sampler = RoleSampler(proc.pid, lambda: broker_pids(Path(store)))
+    proc.wait()
+    sampler.stop()
     runs = [p for p in Path(store).glob("*/*") if (p / HISTORY).exists()]
     if not runs:
-        return [workload, f"{rate:g}", "", "no run", "", ""]
-    healthy, done, latency = healthy_phase(runs[0] / HISTORY, args.time_limit)
+        return [workload, f"{rate:g}", "", "no run", "", "", ""]
+    healthy, done, latency, windows = healthy_phase(runs[0] / HISTORY, args.time_limit)
     if healthy <= 0:
-        return [workload, f"{rate:g}", "0", "no healthy period", "", ""]
+        return [workload, f"{rate:g}", "0", "no healthy period", "", "", ""]
     achieved = done / healthy
+    cpu = dict.fromkeys(ROLES, 0.0)
+    sampled = 0.0
+    # the wall time of the history's time 0; absent where the run died early
+    started = json.loads((runs[0] / "test.json").read_text()).get("started_at")
+    for a, b in windows if started is not None else []:
+        for role, seconds in sampler.between(started + a, started + b).items():
+            cpu[role] += seconds
+        sampled += sampler.span(started + a, started + b)
+    cores = " / ".join(f"{cpu[r] / sampled:.2f}" if sampled else "-" for r in ROLES)
     per_f = "; ".join(
         f"{f} {statistics.median(v):.1f} / {quantile(v, 0.99):.1f}"
         for f, v in sorted(latency.items())
@@ -106,6 +126,7 @@ def run(workload: str, rate: float, args: argparse.Namespace) -> list[str]:
         f"{achieved:.1f}",
         f"{achieved / rate:.0%}",
         per_f,
+        cores,
     ]
 
 
@@ -120,9 +141,9 @@ def main() -> None:
     print("command:", shlex.join([".venv/bin/python", *sys.argv]))
     print(
         "| workload | requested ops/s | healthy s | achieved ops/s | share "
-        "| ok latency p50 / p99 (ms) |"
+        "| ok latency p50 / p99 (ms) | CPU cores: brokers / run / checker |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for workload in args.workloads.split(","):
         for rate in args.rates.split(","):
             print("| " + " | ".join(run(workload, float(rate), args)) + " |", flush=True)
