@@ -376,8 +376,8 @@ def versions(spec: TestSpec) -> dict[str, str]:
 
 
 def _start_spark(stack: ExitStack) -> Any:
-    """The Spark session, started and warmed up while the run goes on, on
-    the CPU time the run leaves idle until ``stack`` closes."""
+    """The Spark session, started and warmed up while the run goes on, at
+    the lowest share of the CPU until ``stack`` closes."""
     try:
         from checkers import warm_up
         from checkers.spark.session import start_in_background, yielding

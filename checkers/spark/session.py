@@ -222,7 +222,7 @@ _share_lock = threading.Lock()
 
 @contextlib.contextmanager
 def yielding() -> Iterator[None]:
-    """Inside, the JVM runs on the CPU time other processes leave idle: one
+    """Inside, the JVM has the lowest share of the CPU there is: one
     launched meanwhile, from the moment its gateway answers (its boot
     before that runs at the full share), or one launched so before. On
     the way out it has its full share again. Not nestable. A run yields
