@@ -13,6 +13,8 @@ def test_workers_share_the_range_without_overlap() -> None:
     assert all(shares) and set().union(*shares) <= set(ALL_PORTS)
     assert not any(a & b for a, b in itertools.combinations(shares, 2))
     assert worker_share(ALL_PORTS, "gw0", 1) == ALL_PORTS
+    # a worker replacing a crashed one is numbered after the last
+    assert worker_share(ALL_PORTS, "gw3", 3) == worker_share(ALL_PORTS, "gw0", 3)
 
 
 def test_this_worker_draws_from_its_share() -> None:
