@@ -31,6 +31,7 @@ from harness.protocols import NoopNemesis, ValidatingClient, ValidatingNemesis
 from harness.spec import SpecError, TestSpec
 from harness.stopping import stop_signals_exit
 from harness.store import FAULTS_YML, RunDir
+from workloads.generators import track_offsets
 
 log = logging.getLogger(__name__)
 
@@ -184,18 +185,20 @@ def nemesis_phase(spec: TestSpec, cluster: Any, test: dict[str, Any]) -> Iterato
 MIN_FINAL_OP_TIMEOUT_S = 5.0
 
 
-def build_generator(spec: TestSpec, workload: Any, package: Any) -> gen.Generator | None:
+def build_generator(spec: TestSpec, workload: Any, package: Any) -> gen.Generator:
     """Main phase (workload at ``rate`` under the fault schedule, for
     ``time_limit``), then the heal, the recovery wait, and the final reads.
 
     The heal comes at the time limit, while the main phase's last client
     ops are still running: ops held up by a fault would otherwise keep that
     fault in force until they time out, seconds of a run spent waiting on
-    nothing."""
+    nothing. The workload's offset tracker sees every event, the
+    completions of main-phase ops that end after the time limit too: the
+    final reads must read what those acknowledged."""
     clients = gen.stagger(1 / spec.rate, workload.generator, gen.Rand.derive(spec.seed, "stagger"))
     faults = gen.timeline(package.schedule(spec.time_limit)) if package else None
     heal = [(spec.time_limit, dict(o)) for o in package.final_ops()] if package else []
-    return gen.phases(
+    phases = gen.phases(
         [
             gen.time_limit(spec.time_limit, gen.with_nemesis(faults, clients)),
             gen.on_nemesis(gen.timeline(heal)),
@@ -207,6 +210,7 @@ def build_generator(spec: TestSpec, workload: Any, package: Any) -> gen.Generato
         gen.op_timeout(max(MIN_FINAL_OP_TIMEOUT_S, spec.final_time_limit / 3)),
         gen.time_limit(spec.final_time_limit, workload.final_generator),
     )
+    return track_offsets(phases, workload.tracker)
 
 
 def run_test(

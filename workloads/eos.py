@@ -40,7 +40,7 @@ from generator import (
 from workloads.client import OpDict, QueueClient, completion
 from workloads.config import ClientConfig
 from workloads.consuming import KeyConsumer
-from workloads.generators import AssignNewProcesses, OffsetTracker, final_polls, track_offsets
+from workloads.generators import AssignNewProcesses, OffsetTracker, final_polls
 from workloads.outcomes import Outcome, classify_txn, is_abortable
 from workloads.topics import KeyTopics
 
@@ -189,11 +189,8 @@ def generators(
     inputs: list[int], outputs: list[int], concurrency: int, rand: Rand, tracker: OffsetTracker
 ) -> tuple[Generator, Generator | None]:
     """(main generator, final generator) of the eos workload."""
-    main = track_offsets(
-        AssignNewProcesses(
-            EosOps(tuple(inputs), rand), lambda p: owned_keys(inputs, concurrency, p), "assign"
-        ),
-        tracker,
+    main = AssignNewProcesses(
+        EosOps(tuple(inputs), rand), lambda p: owned_keys(inputs, concurrency, p), "assign"
     )
     final = phases(
         on_clients(

@@ -18,9 +18,10 @@
   key it is given, or to the keys its ``QueueOps`` writes now, so a fresh
   consumer (after a crash) reads something. It draws no randomness, so the
   random schedule does not depend on timing.
-* :class:`OffsetTracker` / :func:`track_offsets` — the highest offset seen
-  per key, the target of the final polls (Jepsen's ``track-key-offsets``),
-  and every key a send was issued to.
+* :class:`OffsetTracker` / :func:`track_offsets` — the highest offset known
+  per key from the client ops (not the final polls), the target of the
+  final polls (Jepsen's ``track-key-offsets``), and every key a send was
+  issued to.
 * :class:`CatchUp` / :func:`final_polls` — per thread: assign every key
   (those given and those sent to) from the beginning, then poll until this
   process has read up to the target of every key, or its consumer reports
@@ -37,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from generator import (
+    NEMESIS,
     PENDING,
     Context,
     Generator,
@@ -225,14 +227,18 @@ class AssignNewProcesses(Generator):
 
 class OffsetTracker:
     """The highest offset known per key (from ok sends and polls), and every
-    key a send was issued to. Shared, mutable state — like Jepsen's atom —
-    written only by the interpreter thread."""
+    key a send was issued to: the targets of the final reads. It learns from
+    client ops only, and not from the final reads' polls, which read toward
+    the targets. Shared, mutable state — like Jepsen's atom — written only
+    by the interpreter thread."""
 
     def __init__(self) -> None:
         self.highest: dict[int, int] = {}
         self.sent_to: set[int] = set()
 
     def observe(self, event: OpDict) -> None:
+        if event.get("process") == NEMESIS or event.get("final"):
+            return
         if event.get("type") == "invoke":
             self.sent_to.update(sent_keys(event.get("value") or []))
             return
@@ -244,6 +250,11 @@ class OffsetTracker:
 
 
 class TrackOffsets(Generator):
+    """Feeds every event of ``gen`` to the tracker. Around a whole test's
+    generator it gets the completions of main-phase ops that come after the
+    time limit, which a generator of the main phase does not get once its
+    phase has ended."""
+
     __slots__ = ("gen", "tracker")
 
     def __init__(self, gen: Generator | None, tracker: OffsetTracker) -> None:

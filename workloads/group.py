@@ -15,7 +15,7 @@ and rebalance callbacks are recorded by the client (``commit``,
 from __future__ import annotations
 
 from generator import Generator, Rand, map_ops
-from workloads.generators import AssignNewProcesses, OffsetTracker, QueueOps, track_offsets
+from workloads.generators import AssignNewProcesses, QueueOps
 
 POLL_MS = 500  # the most a member's poll waits: long enough for a rebalance's callbacks
 
@@ -24,7 +24,7 @@ def _long_polls(op: dict) -> dict:
     return {**op, "poll_ms": POLL_MS} if op.get("f") == "poll" else op
 
 
-def generator(keys: list[int], seed: int, sub_p: float, tracker: OffsetTracker) -> Generator:
+def generator(keys: list[int], seed: int, sub_p: float) -> Generator:
     """Single sends and polls over ``keys`` by subscribed members; a member
     re-subscribes with chance ``sub_p`` per op."""
     ops = QueueOps(
@@ -33,4 +33,4 @@ def generator(keys: list[int], seed: int, sub_p: float, tracker: OffsetTracker) 
         sub_p=sub_p,
         sub_via=("subscribe",),
     )
-    return track_offsets(AssignNewProcesses(map_ops(_long_polls, ops), keys, "subscribe"), tracker)
+    return AssignNewProcesses(map_ops(_long_polls, ops), keys, "subscribe")

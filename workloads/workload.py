@@ -3,7 +3,9 @@
 A workload is Jepsen's ``{:client :generator :final-generator}``: the client
 template the interpreter opens per process, the main-phase client generator
 (not yet rate-limited: the runner staggers it), and the final-phase generator
-that reads everything back. ``test_data`` goes into the run's ``test.json``.
+that reads everything back; and the offset tracker that gives those reads
+their targets (the runner feeds it every event of the test).
+``test_data`` goes into the run's ``test.json``.
 
 * ``queue`` — single sends and polls over many keys (no transactions);
 * ``txn`` — transactions of up to ``max_txn_length`` mixed sends and polls
@@ -33,7 +35,6 @@ from workloads.generators import (
     OffsetTracker,
     QueueOps,
     final_polls,
-    track_offsets,
 )
 from workloads.keys import KeyMap, all_keys, run_key_map
 
@@ -48,6 +49,8 @@ class Workload:
     generator: GenLike
     final_generator: GenLike
     test_data: dict[str, Any]
+    #: the final reads' targets; the runner feeds it every event of the test
+    tracker: OffsetTracker
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def build(spec: WorkloadOptions, bootstrap: str) -> Workload:
     )
     tracker = OffsetTracker()
     if spec.workload == "group":
-        main: GenLike = group_ops.generator(keys, spec.seed, spec.sub_p, tracker)
+        main: GenLike = group_ops.generator(keys, spec.seed, spec.sub_p)
     else:
         ops = QueueOps(
             tuple(keys),
@@ -132,7 +135,7 @@ def build(spec: WorkloadOptions, bootstrap: str) -> Workload:
             sub_via=spec.sub_via,
             max_writes=spec.max_writes_per_key,
         )
-        main = track_offsets(AssignNewProcesses(ops, None, spec.sub_via[0]), tracker)
+        main = AssignNewProcesses(ops, None, spec.sub_via[0])
     if spec.crash_clients:
         crashes = stagger(CRASH_INTERVAL_S, repeat({"f": "crash"}), Rand.derive(spec.seed, "crash"))
         main = any_(main, crashes)
@@ -146,6 +149,7 @@ def build(spec: WorkloadOptions, bootstrap: str) -> Workload:
             "transactional": txn,
             "idempotence": idempotent,
         },
+        tracker=tracker,
     )
 
 
@@ -181,4 +185,5 @@ def _build_eos(spec: WorkloadOptions, bootstrap: str) -> Workload:
             "transactional": True,
             "idempotence": True,
         },
+        tracker=tracker,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from pyspark import SparkContext
 
 from broker.launcher import BrokerProcess
 from checkers.spark import session
+from generator import Generator
 from generator.simulate import ok_completion, simulate
 from harness.cli import main
 from harness.runner import FaultTracker, RunState, build_generator, run_test
@@ -27,18 +29,17 @@ from nemesis.package import build as build_nemesis
 from tests.autogroups import AUTOGROUPS, autogroup, nice
 from tests.client_threads import Snapshot
 from tests.harness.runs import history_ops
+from workloads.workload import Workload
 from workloads.workload import build as build_workload
 
 
-def simulated(
-    seed: int, latency: int, concurrency: int, complete: Callable[[dict], dict] = ok_completion
-) -> list[dict]:
-    """The history of the full test generator for ``seed``, an op taking
-    ``latency`` ns unless ``complete`` times it."""
+def generator_of(seed: int, concurrency: int, workload: str = "txn") -> tuple[Generator, Workload]:
+    """The full test generator for ``seed`` (20 s of workload, 5 s of final
+    reads), and the workload it drives."""
     spec = resolve(
         None,
         {
-            "workload": "txn",
+            "workload": workload,
             "nemesis": "kill,partition",
             "seed": seed,
             "time_limit": 20,
@@ -49,14 +50,18 @@ def simulated(
             "nemesis_interval": 3,
         },
     )
-    workload = build_workload(spec.workload_options(), "unused:9092")
+    built = build_workload(spec.workload_options(), "unused:9092")
     package = build_nemesis(list(spec.faults), seed=spec.seed, interval=spec.nemesis_interval)
-    return simulate(
-        build_generator(spec, workload, package),
-        concurrency=spec.concurrency,
-        latency=latency,
-        complete=complete,
-    )
+    return build_generator(spec, built, package), built
+
+
+def simulated(
+    seed: int, latency: int, concurrency: int, complete: Callable[[dict], dict] = ok_completion
+) -> list[dict]:
+    """The history of the full test generator for ``seed``, an op taking
+    ``latency`` ns unless ``complete`` times it."""
+    gen, _ = generator_of(seed, concurrency)
+    return simulate(gen, concurrency=concurrency, latency=latency, complete=complete)
 
 
 def schedule(seed: int, latency: int, concurrency: int) -> tuple[list, list]:
@@ -106,6 +111,31 @@ def test_the_heal_comes_at_the_time_limit_not_after_the_main_phases_last_ops() -
     assert main_ends > 20e9  # client ops invoked before the 20 s limit end after it
     assert all(f["time"] < 20e9 for f in faults)
     assert all(20e9 <= o["time"] < main_ends for o in heal)  # not once those ops have ended
+
+
+def test_the_final_reads_target_what_ops_acknowledged_after_the_time_limit() -> None:
+    gen, workload = generator_of(5, concurrency=3, workload="queue")
+    offsets = itertools.count()
+
+    def slow_sends(o: dict) -> dict:  # a send takes 3 s; offsets in the order sent
+        done = {**o, "type": "ok", "time": o["time"] + 1_000_000}
+        if o.get("final"):  # read to the end of every partition
+            return {**done, "ends": {str(k): [10**6, 10**6] for k in range(64)}}
+        if o["process"] == "nemesis" or o["f"] != "send":
+            return done
+        sent = [["send", k, [next(offsets), v]] for _, k, v in o["value"]]
+        return {**done, "time": o["time"] + 3_000_000_000, "value": sent}
+
+    h = simulate(gen, concurrency=3, complete=slow_sends)
+    acked = [
+        (m[1], m[2][0], o["time"])
+        for o in h
+        if o["type"] == "ok" and o["f"] == "send"
+        for m in o["value"]
+    ]
+    late = [(k, offset) for k, offset, t in acked if t > 20e9]
+    assert late and max(offset for _, offset, _ in acked) == max(o for _, o in late)
+    assert all(workload.tracker.highest[k] >= offset for k, offset in late)
 
 
 def test_fault_tracker_follows_starts_and_stops() -> None:

@@ -187,6 +187,20 @@ def test_final_polls_read_until_every_process_caught_up() -> None:
     assert all(o.get("seek_to_beginning") for o in h if o["f"] == "assign")
 
 
+def test_the_tracker_learns_from_client_ops_not_from_the_final_reads() -> None:
+    tracker = OffsetTracker()
+    sent = {"process": 0, "type": "ok", "f": "send", "value": [["send", 1, [4, 9]]]}
+    polled = {"process": 1, "type": "ok", "f": "poll", "value": [["poll", {2: [[6, 3]]}]]}
+    final = {**polled, "final": True, "value": [["poll", {1: [[8, 9]], 3: [[2, 1]]}]]}
+    nemesis = {"process": "nemesis", "type": "info", "f": "kill", "value": [["send", 5, 1]]}
+    for event in (sent, polled, final, {**nemesis, "type": "invoke"}, nemesis):
+        tracker.observe(event)
+    assert tracker.highest == {1: 4, 2: 6}
+    assert tracker.sent_to == set()  # only invocations name the keys sent to
+    tracker.observe({**sent, "type": "invoke", "value": [["send", 7, 1]]})
+    assert tracker.sent_to == {7}
+
+
 def test_final_reads_assign_the_keys_sent_to_besides_those_given() -> None:
     tracker = OffsetTracker()
     main = track_offsets(g.limit(4, g.repeat({"f": "send", "value": [["send", 9, 1]]})), tracker)
